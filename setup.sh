@@ -1,0 +1,93 @@
+#!/usr/bin/env bash
+# The one set-up step: .venv with the pinned PyPI packages, the rwth-i6 projects at their pinned commits,
+# i6_rc_jobs installed editable. Idempotent: it only does what is missing, so a second run takes seconds.
+set -euo pipefail
+root=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+venv=$root/.venv
+deps=$root/.deps
+python=${PYTHON:-python3.11}
+log=$(mktemp)
+trap 'rm -f "$log"' EXIT
+
+die() {
+  echo "setup.sh: $1" >&2
+  [ -s "$log" ] && tail -n 20 "$log" >&2
+  exit 1
+}
+say() { echo "setup.sh: $*"; }
+changed=0
+
+# 1. The virtual environment.
+if [ ! -x "$venv/bin/python" ]; then
+  command -v "$python" >/dev/null || die "no $python on PATH: install Python 3.11 or set PYTHON=/path/to/python3.11"
+  say "creating $venv"
+  "$python" -m venv "$venv" >"$log" 2>&1 || die "'$python -m venv $venv' failed"
+  changed=1
+fi
+"$venv/bin/python" -c 'import sys; sys.exit(sys.version_info[:2] != (3, 11))' ||
+  die "$venv is not Python 3.11: remove it and run ./setup.sh again"
+
+# 2. PyPI packages, exactly as pinned; a stamp of requirements.txt makes a second run skip pip.
+stamp=$venv/.i6_rc_jobs-requirements.sha256
+want=$(sha256sum "$root/requirements.txt" | cut -d' ' -f1)
+if [ "$(cat "$stamp" 2>/dev/null)" != "$want" ]; then
+  say "installing requirements.txt into $venv (takes a few minutes the first time)"
+  "$venv/bin/pip" install --disable-pip-version-check -r "$root/requirements.txt" >"$log" 2>&1 ||
+    die "pip install -r requirements.txt failed: check access to PyPI (pip config list), then run ./setup.sh again"
+  echo "$want" >"$stamp"
+  changed=1
+fi
+
+# 3. The rwth-i6 projects from their real URLs, at the commits of rwth-i6.lock; a checkout at another
+#    commit or with modified tracked files is repaired.
+mkdir -p "$deps/src" "$deps/recipe"
+while read -r name url commit; do
+  dir=$deps/src/$name
+  if ! git -C "$dir" rev-parse --git-dir >/dev/null 2>&1; then
+    rm -rf "$dir"
+    say "cloning $url"
+    git clone -q --no-checkout "$url" "$dir" >"$log" 2>&1 ||
+      die "cannot clone $url: check access to github.com (or a git mirror for it), then run ./setup.sh again"
+    changed=1
+  fi
+  if [ "$(git -C "$dir" rev-parse HEAD 2>/dev/null)" != "$commit" ] ||
+    [ -n "$(git -C "$dir" status --porcelain --untracked-files=no)" ]; then
+    if ! git -C "$dir" cat-file -e "$commit^{commit}" 2>/dev/null; then
+      say "fetching $url"
+      git -C "$dir" fetch -q origin >"$log" 2>&1 || die "cannot fetch $url: check access to github.com"
+    fi
+    say "checking out $name at $commit"
+    git -C "$dir" checkout -q --force --detach "$commit" >"$log" 2>&1 ||
+      die "$url has no commit $commit: check rwth-i6.lock"
+    changed=1
+  fi
+done < <(grep -v '^#' "$root/rwth-i6.lock" | grep .)
+
+# 4. Make them importable the way i6 setups do: i6_core and returnn_common as top-level packages under
+#    a recipe folder, returnn and sisyphus from their checkouts. One RETURNN for manager and worker.
+ln -sfn ../src/i6_core "$deps/recipe/i6_core"
+ln -sfn ../src/returnn_common "$deps/recipe/returnn_common"
+site=$("$venv/bin/python" -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')
+printf '%s\n' "$deps/recipe" "$deps/src/returnn" "$deps/src/sisyphus" >"$site/i6_rc_jobs_deps.pth"
+cat >"$venv/bin/sis" <<EOF
+#!$venv/bin/python
+import sys
+from sisyphus.__main__ import main
+sys.exit(main())
+EOF
+chmod +x "$venv/bin/sis"
+
+# 5. i6_rc_jobs itself, editable.
+if ! (cd /tmp && "$venv/bin/python" -c 'import i6_rc_jobs' 2>/dev/null); then
+  say "installing i6_rc_jobs (editable)"
+  "$venv/bin/pip" install --disable-pip-version-check --no-deps --no-build-isolation -e "$root" >"$log" 2>&1 ||
+    die "pip install -e $root failed"
+  changed=1
+fi
+
+if [ "$changed" = 1 ]; then
+  (cd /tmp && CUDA_VISIBLE_DEVICES="" TF_CPP_MIN_LOG_LEVEL=3 "$venv/bin/python" -c \
+    'import sisyphus, i6_core.returnn.config, returnn.tensor, returnn_common.nn, i6_rc_jobs' >"$log" 2>&1) ||
+    die "the installed stack does not import"
+  say "ready: $venv"
+fi
