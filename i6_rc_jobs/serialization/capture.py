@@ -1,0 +1,97 @@
+"""RETURNN ``Dim`` objects -> DimRefs. Needs ``returnn.tensor`` (not TensorFlow); used only while converting.
+
+Identity rule: one Dim object is one DimRef. RETURNN also makes equal-but-distinct dims (``same_as`` copies, which
+every Transformer has): such a copy becomes its base's DimRef when it differs from the base in nothing RETURNN acts
+on, and otherwise ``base.copy(kind=..., match_priority=...)``, which RETURNN again treats as equal to the base.
+Descriptions of copies are cosmetic and dropped. Dims that are equal without ``same_as`` (two auto-generated dims of
+one description) stay two variables; both are written with ``auto_generated=True``, so RETURNN still finds them equal.
+"""
+
+from __future__ import annotations
+
+from returnn.tensor import Dim, batch_dim, single_step_dim
+from returnn.tensor.marked_dim import MarkedDim
+
+from .errors import SerializationError, describe
+from .naming import NameAllocator
+from .refs import BATCH_DIM, MARKERS, OPS_WITH_INT_LEFT, SINGLE_STEP_DIM, DimRef, MarkedRef, canonical_op
+
+
+class DimCapture:
+    """Remembers every Dim converted so far (by identity) and its DimRef, so one dim is one variable across
+    extern_data and all network stages."""
+
+    def __init__(self):
+        self._refs: dict[int, DimRef] = {}
+        self._alive: list[Dim] = []  # keeps ids unique while the map lives
+        self._marked: dict[tuple[str, int], MarkedRef] = {}
+        self._names = NameAllocator()
+
+    def ref(self, dim: Dim) -> DimRef:
+        ref = self._refs.get(id(dim))
+        if ref is None:
+            ref = self._make(dim)
+            self._refs[id(dim)] = ref
+            self._alive.append(dim)
+        return ref
+
+    def marked(self, marked: MarkedDim) -> MarkedRef:
+        marker = type(marked).__name__
+        if marker not in MARKERS:
+            raise SerializationError(f"unknown RETURNN marked dim {describe(marked)}")
+        dim = self.ref(marked.tag)
+        key = (marker, id(dim))
+        if key not in self._marked:
+            self._marked[key] = MarkedRef(marker, dim)
+        return self._marked[key]
+
+    def _make(self, dim: Dim) -> DimRef:
+        if dim is batch_dim or dim.is_batch_dim():
+            return BATCH_DIM  # RETURNN treats every batch-kind dim as equal to the global one
+        base = dim.get_same_base()
+        if base is single_step_dim:
+            return SINGLE_STEP_DIM
+        kind = dim.kind.name if dim.kind is not None else None
+        if base is not dim:
+            base_ref = self.ref(base)
+            if kind == base_ref.kind and dim.match_priority == base_ref.match_priority:
+                return base_ref
+            return DimRef(
+                self._names.allocate(base_ref.name), kind=kind, copy_of=base_ref, match_priority=dim.match_priority
+            )
+        if dim.vocab is not None:
+            raise SerializationError(
+                f"{describe(dim)} carries a vocab, which cannot be written as code: put the vocab into the "
+                f"extern_data entry ('vocab': {{...}}) instead"
+            )
+        op = dim.derived_from_op
+        if op is not None and op.kind != "constant":
+            return self._derived(dim, op)
+        return DimRef(
+            self._names.allocate(dim.description),
+            kind=kind,
+            size=dim.dimension,
+            description=dim.description,
+            match_priority=dim.match_priority,
+            auto_generated=dim.auto_generated,
+            special=dim.special,
+            capacity=dim.capacity if dim.dimension is None else None,
+        )
+
+    def _derived(self, dim: Dim, op) -> DimRef:
+        kind = canonical_op(op.kind)
+        if kind is None or len(op.inputs) != 2:
+            raise SerializationError(f"{describe(dim)} is derived by op {op!r}, which RETURNN cannot re-create")
+        inputs = tuple(x.dimension if x.is_constant_static_dim() else self.ref(x) for x in op.inputs)
+        if isinstance(inputs[0], int) and kind not in OPS_WITH_INT_LEFT:
+            raise SerializationError(f"{describe(dim)}: op {kind!r} with a constant left operand has no code form")
+        if dim.match_priority:
+            raise SerializationError(f"{describe(dim)}: a derived dim with its own match_priority is not supported")
+        return DimRef(
+            self._names.allocate(dim.description),
+            kind=dim.kind.name if dim.kind is not None else None,
+            size=dim.dimension,
+            description=dim.description,
+            op=kind,
+            inputs=inputs,
+        )

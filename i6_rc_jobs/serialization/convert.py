@@ -1,0 +1,53 @@
+"""Copies a user's dict, replacing every RETURNN dim by its DimRef. Inputs are never mutated."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from returnn.tensor import Dim
+from returnn.tensor.marked_dim import MarkedDim
+
+from .capture import DimCapture
+from .errors import SerializationError
+from .values import check_leaf, is_namedtuple, key_step, walk_guarded
+
+
+def convert(value: Any, capture: DimCapture, root: str) -> Any:
+    """The copy of ``value`` with dims replaced; ``root`` names it in errors (e.g. ``network``)."""
+    return walk_guarded(_convert, value, root, capture)
+
+
+def _convert(value: Any, capture: DimCapture) -> Any:
+    cls = type(value)
+    if cls is str or cls is int or cls is float or cls is bool or value is None:
+        return value
+    if isinstance(value, dict):  # dict subclasses (e.g. returnn_common's nn.LayerState) are written as plain dicts
+        out = {}
+        for k, v in value.items():
+            try:
+                out[_convert(k, capture)] = _convert(v, capture)
+            except SerializationError as e:
+                raise e.at(key_step(k))
+        return out
+    if cls is list or cls is tuple or is_namedtuple(value):
+        out = []
+        for i, v in enumerate(value):
+            try:
+                out.append(_convert(v, capture))
+            except SerializationError as e:
+                raise e.at(f"[{i}]")
+        return out if cls is list else tuple(out) if cls is tuple else cls(*out)
+    if cls is set or cls is frozenset:
+        out = set()
+        for v in value:
+            try:
+                out.add(_convert(v, capture))
+            except SerializationError as e:
+                raise e.at(f"{{{v!r}}}")
+        return out if cls is set else frozenset(out)
+    if isinstance(value, Dim):
+        return capture.ref(value)
+    if isinstance(value, MarkedDim):
+        return capture.marked(value)
+    check_leaf(value)
+    return value

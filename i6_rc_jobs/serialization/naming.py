@@ -1,0 +1,44 @@
+"""Readable, unique variable names for dims."""
+
+from __future__ import annotations
+
+import builtins
+import keyword
+import re
+from typing import Iterable, Optional
+
+#: Names the written config defines or imports itself. Every dim name ends in ``_dim`` (and no RETURNN option does),
+#: so dims cannot shadow config options; these are the rest that must stay free.
+RESERVED = frozenset(
+    {"Dim", "batch_dim", "single_step_dim", "extern_data", "network", "get_network", "config"}
+    | set(keyword.kwlist)
+    | set(keyword.softkwlist)
+    | set(dir(builtins))
+)
+_MAX_STEM = 60
+
+
+def dim_name_stem(description: Optional[str]) -> str:
+    """``'enc/self-att:key (2)'`` -> ``'enc_self_att_key_2_dim'``: identifier characters only, ending in ``_dim``."""
+    stem = re.sub(r"[^0-9a-zA-Z]+", "_", description or "").strip("_").lower()
+    stem = stem.removesuffix("_dim").removesuffix("dim").rstrip("_") or "unnamed"
+    if stem[0].isdigit():
+        stem = "d" + stem
+    return stem[:_MAX_STEM].rstrip("_") + "_dim"
+
+
+class NameAllocator:
+    """Hands out each name once: the stem if free, else the stem with ``_1``, ``_2``, ... before ``_dim``."""
+
+    def __init__(self, taken: Iterable[str] = ()):
+        self._taken = set(RESERVED)
+        self._taken.update(taken)
+
+    def allocate(self, description: Optional[str]) -> str:
+        stem = dim_name_stem(description)
+        name, i = stem, 0
+        while name in self._taken:
+            i += 1
+            name = f"{stem[:-4]}_{i}_dim"
+        self._taken.add(name)
+        return name

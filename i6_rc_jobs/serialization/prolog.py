@@ -1,0 +1,31 @@
+"""The dim prolog: the lines that define the dims a piece of code names, dependencies first."""
+
+from __future__ import annotations
+
+from typing import Iterable
+
+from .pycode import CodeWriter
+from .refs import DimRef
+
+
+def dim_lines(writer: CodeWriter, used: Iterable[DimRef]) -> list[str]:
+    """``name = definition`` for each used dim and everything it is derived from, each once, in depth-first order
+    of first use (deterministic: the writer met them in sorted-key order). The imported globals need no line."""
+    lines: list[str] = []
+    done: set[int] = set()
+    for ref in used:
+        stack = [(ref, False)]
+        while stack:
+            dim, expanded = stack.pop()
+            if id(dim) in done:
+                continue
+            if not expanded:
+                stack.append((dim, True))
+                stack.extend((dep, False) for dep in reversed(dim.dependencies()))
+                continue
+            done.add(id(dim))
+            writer.use_dim(dim)
+            definition = dim.definition()
+            if definition is not None:
+                lines.append(f"{dim.name} = {definition}")
+    return lines

@@ -1,0 +1,113 @@
+"""ReturnnCommonSerializer: a net dict (or staged net dicts) and extern_data, with dims as code references."""
+
+from __future__ import annotations
+
+from typing import Any, Optional
+
+from sisyphus.delayed_ops import DelayedBase
+
+from .errors import SerializationError
+from .prolog import dim_lines
+from .pycode import INDENT, CodeWriter
+
+
+class ReturnnCommonSerializer(DelayedBase):
+    """Sits in an i6_core ``ReturnnConfig`` (``python_prolog=[...]`` or ``python_epilog=[...]``) and writes
+    ``extern_data`` and ``network`` (or ``get_network`` for staged networks) with the code defining their dims.
+
+    On construction every RETURNN ``Dim`` is replaced, in copies, by a :class:`DimRef`; afterwards this is plain
+    data: it pickles and writes without RETURNN, returnn_common or TensorFlow, and ``.extern_data``, ``.network``
+    and ``.staged_networks`` are ordinary dicts you may still edit (with DimRefs taken from them).
+    """
+
+    def __init__(
+        self,
+        *,
+        extern_data: Optional[dict[str, Any]] = None,
+        network: Optional[dict[str, Any]] = None,
+        staged_networks: Optional[dict[int, dict[str, Any]]] = None,
+    ):
+        """
+        :param extern_data: RETURNN ``extern_data``, e.g. ``{"data": {"dim_tags": [batch_dim, time_dim, feat_dim]}}``
+        :param network: the net dict
+        :param staged_networks: instead of ``network``: start epoch -> net dict; ``get_network(epoch)`` returns the
+            stage with the largest start epoch <= epoch (the rule of i6_core's ``staged_network_dict``)
+        """
+        from .capture import DimCapture
+        from .convert import convert
+
+        if network is not None and staged_networks is not None:
+            raise SerializationError("give either network or staged_networks, not both").at("ReturnnCommonSerializer")
+        if staged_networks is not None and (
+            not staged_networks or not all(type(epoch) is int for epoch in staged_networks)
+        ):
+            raise SerializationError("staged_networks needs int start epochs as keys").at("staged_networks")
+        capture = DimCapture()
+        self.extern_data = None if extern_data is None else convert(extern_data, capture, "extern_data")
+        self.network = None if network is None else convert(network, capture, "network")
+        self.staged_networks = (
+            None
+            if staged_networks is None
+            else {
+                epoch: convert(net, capture, f"staged_networks[{epoch}]") for epoch, net in sorted(staged_networks.items())
+            }
+        )
+
+    @classmethod
+    def from_returnn_common(cls, root_module) -> ReturnnCommonSerializer:
+        """From the current returnn_common root name context: its extern_data and the net dict of ``root_module``
+        (what ``nn.get_returnn_config()`` would serialize), taken as raw dicts with the real dims."""
+        from returnn_common import nn
+
+        rc_config = nn.get_returnn_config()
+        return cls(
+            extern_data=rc_config.get_extern_data_raw_dict(),
+            network=rc_config.get_net_dict_raw_dict(root_module=root_module),
+        )
+
+    def is_set(self) -> bool:
+        return True
+
+    def get(self) -> str:
+        """The complete code: imports, the dim prolog, ``extern_data = ...``, then ``network`` or ``get_network``."""
+        writer = CodeWriter()
+        body = self._write_dicts(writer)
+        return "\n\n".join(["\n".join(writer.import_lines()), *self._dim_code(writer), *body]) + "\n"
+
+    @property
+    def dim_prolog(self) -> str:
+        """The code that defines the dims the dicts use now (imports included)."""
+        writer = CodeWriter()
+        self._write_dicts(writer)
+        return "\n\n".join(["\n".join(writer.import_lines()), *self._dim_code(writer)]) + "\n"
+
+    def _write_dicts(self, writer: CodeWriter) -> list[str]:
+        parts = []
+        if self.extern_data is not None:
+            parts.append(f"extern_data = {writer.write(self.extern_data, 'extern_data')}")
+        if self.network is not None:
+            parts.append(f"network = {writer.write(self.network, 'network')}")
+        if self.staged_networks is not None:
+            parts.append(self._get_network_code(writer))
+        return parts
+
+    def _dim_code(self, writer: CodeWriter) -> list[str]:
+        lines = dim_lines(writer, list(writer.dims.values()))
+        return ["\n".join(lines)] if lines else []
+
+    def _get_network_code(self, writer: CodeWriter) -> str:
+        indent = INDENT * 2
+        lines = [
+            "def get_network(epoch, **kwargs):",
+            f'{INDENT}"""The stage with the largest start epoch <= epoch."""',
+        ]
+        for epoch, net in sorted(self.staged_networks.items(), reverse=True):
+            lines.append(f"{INDENT}if epoch >= {epoch}:")
+            lines.append(f"{indent}return {writer.write(net, f'staged_networks[{epoch}]', indent)}")
+        starts = sorted(self.staged_networks)
+        lines.append(f'{INDENT}raise ValueError(f"no network stage starts at or before epoch {{epoch}}: {starts}")')
+        return "\n".join(lines)
+
+    def __repr__(self) -> str:
+        parts = [name for name in ("extern_data", "network", "staged_networks") if getattr(self, name) is not None]
+        return f"<ReturnnCommonSerializer with {', '.join(parts) or 'nothing'}>"

@@ -1,0 +1,76 @@
+"""What may sit in a serializer's dicts, shared by the converting, writing and hashing walks."""
+
+from __future__ import annotations
+
+from typing import Any, Callable, Optional
+
+from i6_core.returnn.config import CodeWrapper
+from sisyphus.delayed_ops import DelayedBase
+
+from .errors import SerializationError, describe
+
+#: Leaves written with their repr (bool and None included); floats get their own case for inf and nan.
+PLAIN_LEAVES = (str, int, bool, type(None), bytes)
+
+
+def is_namedtuple(value: Any) -> bool:
+    return isinstance(value, tuple) and hasattr(type(value), "_fields")
+
+
+def key_step(key: Any) -> str:
+    """One path step for a dict key, as in ``network['enc']``."""
+    return f"[{key!r}]"
+
+
+def check_leaf(value: Any) -> None:
+    """Accepts what the walks write as leaves: plain values, i6_core CodeWrapper (dims among them) and Sisyphus
+    delayed values (tk.Path, tk.Variable; written as their value). Anything else gets a clear error."""
+    if isinstance(value, (float, complex, CodeWrapper, DelayedBase) + PLAIN_LEAVES):
+        return
+    if callable(value):
+        hint = "functions, lambdas and classes cannot sit in the dict: define them in python_prolog and refer to them"
+        raise SerializationError(f"{describe(value)}: {hint} with CodeWrapper('name')")
+    if type(value).__name__ == "Dim" and type(value).__module__.startswith("returnn."):
+        raise SerializationError(
+            f"{describe(value)} is a raw RETURNN Dim, put in after conversion: use a DimRef of this serializer "
+            f"(e.g. one taken from its dicts) or build a new ReturnnCommonSerializer from the raw dicts"
+        )
+    raise SerializationError(f"{describe(value)} cannot be written as Python code")
+
+
+def walk_guarded(walk: Callable[..., Any], value: Any, root: str, *args: Any) -> Any:
+    """Runs a recursive walk over ``value``, turning errors into ones that name ``root``, and a recursion overflow
+    into an error that names where the dict contains itself (cycles are searched only when one overflows)."""
+    try:
+        return walk(value, *args)
+    except SerializationError as e:
+        raise e.at(root) from None
+    except RecursionError:
+        path = _find_cycle(value)
+        problem = "contains itself (a cycle)" if path is not None else "is nested too deeply to be written"
+        raise SerializationError(problem).at(path or "").at(root) from None
+
+
+def _find_cycle(value: Any) -> Optional[str]:
+    """The path at which a container occurs inside itself, found iteratively (the recursion already overflowed)."""
+    on_path: set[int] = set()
+    stack: list[tuple[Any, str, bool]] = [(value, "", False)]
+    while stack:
+        obj, path, leaving = stack.pop()
+        if leaving:
+            on_path.discard(id(obj))
+            continue
+        if not isinstance(obj, (dict, list, tuple, set, frozenset)):
+            continue
+        if id(obj) in on_path:
+            return path
+        on_path.add(id(obj))
+        stack.append((obj, path, True))
+        if isinstance(obj, dict):
+            children = [(v, path + key_step(k)) for k, v in obj.items()]
+        elif isinstance(obj, (set, frozenset)):
+            children = [(v, f"{path}{{{describe(v)}}}") for v in obj]
+        else:
+            children = [(v, f"{path}[{i}]") for i, v in enumerate(obj)]
+        stack.extend((child, child_path, False) for child, child_path in reversed(children))
+    return None
