@@ -1,1 +1,22 @@
-"""Sisyphus jobs and helpers for i6_core recipes that build RETURNN models with returnn_common."""
+"""Sisyphus jobs and helpers for i6_core recipes that build RETURNN models with returnn_common.
+
+The public names load lazily, so that ``import i6_rc_jobs`` (e.g. for the command line) stays cheap."""
+
+from __future__ import annotations
+
+import importlib
+from typing import Any
+
+_EXPORTS = {
+    "ReturnnCommonSerializer": "i6_rc_jobs.serialization.serializer",
+    "SerializationError": "i6_rc_jobs.serialization.errors",
+    "DimRef": "i6_rc_jobs.serialization.refs",
+    "CreateConfigJob": "i6_rc_jobs.jobs.create_config",
+}
+__all__ = sorted(_EXPORTS)
+
+
+def __getattr__(name: str) -> Any:
+    if name not in _EXPORTS:
+        raise AttributeError(f"module 'i6_rc_jobs' has no attribute {name!r}")
+    return getattr(importlib.import_module(_EXPORTS[name]), name)

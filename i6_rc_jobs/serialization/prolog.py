@@ -9,11 +9,12 @@ from .refs import DimRef
 
 
 def dim_lines(writer: CodeWriter, used: Iterable[DimRef]) -> list[str]:
-    """``name = definition`` for each used dim and everything it is derived from, each once, in depth-first order
-    of first use (deterministic: the writer met them in sorted-key order). The imported globals need no line."""
+    """``name = definition`` for each used dim and everything it is derived from, each once: by name, each after
+    what it is derived from (deterministic, whatever the order the dims were met in). The imported globals need no
+    line."""
     lines: list[str] = []
     done: set[int] = set()
-    for ref in used:
+    for ref in sorted(used, key=lambda r: r.name):
         stack = [(ref, False)]
         while stack:
             dim, expanded = stack.pop()

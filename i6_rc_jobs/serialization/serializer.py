@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
-from typing import Any, Optional
+from typing import Any, Iterable, Optional
 
 from sisyphus.delayed_ops import DelayedBase
 
 from .errors import SerializationError
 from .prolog import dim_lines
 from .pycode import INDENT, CodeWriter
+
+
+HASHABLE_PARTS = ("extern_data", "network", "staged_networks")
 
 
 class ReturnnCommonSerializer(DelayedBase):
@@ -26,6 +29,8 @@ class ReturnnCommonSerializer(DelayedBase):
         extern_data: Optional[dict[str, Any]] = None,
         network: Optional[dict[str, Any]] = None,
         staged_networks: Optional[dict[int, dict[str, Any]]] = None,
+        hash_value: Any = None,
+        unhashed: Iterable[str] = (),
     ):
         """
         :param extern_data: RETURNN ``extern_data``, e.g. ``{"data": {"dim_tags": [batch_dim, time_dim, feat_dim]}}``
@@ -42,6 +47,11 @@ class ReturnnCommonSerializer(DelayedBase):
             not staged_networks or not all(type(epoch) is int for epoch in staged_networks)
         ):
             raise SerializationError("staged_networks needs int start epochs as keys").at("staged_networks")
+        unknown = set(unhashed) - set(HASHABLE_PARTS)
+        if unknown:
+            raise SerializationError(f"unknown parts {sorted(unknown)}, choose from {HASHABLE_PARTS}").at("unhashed")
+        self.hash_value = hash_value
+        self.unhashed = frozenset(unhashed)
         capture = DimCapture()
         self.extern_data = None if extern_data is None else convert(extern_data, capture, "extern_data")
         self.network = None if network is None else convert(network, capture, "network")
@@ -68,20 +78,29 @@ class ReturnnCommonSerializer(DelayedBase):
     def is_set(self) -> bool:
         return True
 
+    def _sis_hash(self) -> bytes:
+        from ..hashing.sis_hash import serializer_sis_hash
+
+        return serializer_sis_hash(self)
+
     def get(self) -> str:
         """The complete code: imports, the dim prolog, ``extern_data = ...``, then ``network`` or ``get_network``."""
-        writer = CodeWriter()
-        body = self._write_dicts(writer)
-        return "\n\n".join(["\n".join(writer.import_lines()), *self._dim_code(writer), *body]) + "\n"
+        return self._code(*self._render())
 
     @property
     def dim_prolog(self) -> str:
         """The code that defines the dims the dicts use now (imports included)."""
-        writer = CodeWriter()
-        self._write_dicts(writer)
-        return "\n\n".join(["\n".join(writer.import_lines()), *self._dim_code(writer)]) + "\n"
+        writer, dims, _ = self._render()
+        return self._code(writer, dims, [])
 
-    def _write_dicts(self, writer: CodeWriter) -> list[str]:
+    def dim_names(self) -> list[str]:
+        """The variable names the written code defines or imports for dims."""
+        writer, _, _ = self._render()
+        return list(writer.dims)
+
+    def _render(self) -> tuple[CodeWriter, list[str], list[str]]:
+        """Writes the dicts, then the lines of the dims they name: (writer, dim lines, dict code parts)."""
+        writer = CodeWriter()
         parts = []
         if self.extern_data is not None:
             parts.append(f"extern_data = {writer.write(self.extern_data, 'extern_data')}")
@@ -89,11 +108,11 @@ class ReturnnCommonSerializer(DelayedBase):
             parts.append(f"network = {writer.write(self.network, 'network')}")
         if self.staged_networks is not None:
             parts.append(self._get_network_code(writer))
-        return parts
+        return writer, dim_lines(writer, list(writer.dims.values())), parts
 
-    def _dim_code(self, writer: CodeWriter) -> list[str]:
-        lines = dim_lines(writer, list(writer.dims.values()))
-        return ["\n".join(lines)] if lines else []
+    @staticmethod
+    def _code(writer: CodeWriter, dims: list[str], parts: list[str]) -> str:
+        return "\n\n".join(["\n".join(writer.import_lines()), *(["\n".join(dims)] if dims else []), *parts]) + "\n"
 
     def _get_network_code(self, writer: CodeWriter) -> str:
         indent = INDENT * 2

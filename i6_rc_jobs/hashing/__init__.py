@@ -1,0 +1,1 @@
+"""Hashing: the canonical form of serializers and their Sisyphus hash."""

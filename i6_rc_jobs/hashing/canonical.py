@@ -1,0 +1,231 @@
+"""The canonical form of a serializer's dicts, which its Sisyphus hash is made of and hash-diff compares.
+
+Dims become tokens by index of first occurrence in a canonical traversal (sections in a fixed order, dict keys
+sorted as Sisyphus sorts dicts, set elements in a canonical order), kind, static size and derivation (op with the
+tokens of its inputs), never by description or variable name. Everything else keeps its value and its type."""
+
+from __future__ import annotations
+
+from typing import Any, Optional
+
+from i6_core.returnn.config import CodeWrapper
+from sisyphus.delayed_ops import DelayedBase
+from sisyphus.hash import sis_hash_helper
+
+from ..serialization.errors import SerializationError
+from ..serialization.refs import DimRef, MarkedRef
+from ..serialization.values import PLAIN_LEAVES, check_leaf, is_namedtuple, key_step, walk_guarded
+
+
+class Token:
+    """A typed leaf of the canonical form; its repr can never equal that of a plain value (it starts with ``<``)."""
+
+    __slots__ = ("text",)
+
+    def __init__(self, text: str):
+        self.text = text
+
+    def __repr__(self) -> str:
+        return f"<{self.text}>"
+
+    def __eq__(self, other: object) -> bool:
+        return type(other) is type(self) and other.text == self.text
+
+    def __hash__(self) -> int:
+        return hash((type(self), self.text))
+
+
+class DimToken(Token):
+    """A dim: the first occurrence spells out the definition, later ones only the index."""
+
+    __slots__ = ("index",)
+
+    def __init__(self, index: int, definition: Optional[str]):
+        super().__init__(f"dim#{index} {definition}" if definition is not None else f"dim#{index}")
+        self.index = index
+
+
+class Tagged(tuple):
+    """A container that is not a list, tuple or dict (a set, a namedtuple), with its kind in front."""
+
+    __slots__ = ()
+
+    def __repr__(self) -> str:
+        return f"{self[0]}{tuple.__repr__(self[1:])}"
+
+
+GLOBAL_TOKENS = {"batch_dim": Token("batch_dim"), "single_step_dim": Token("single_step_dim")}
+
+
+class Canonicalizer:
+    """Turns values into canonical form, numbering dims in order of first occurrence across all calls."""
+
+    def __init__(self):
+        self.index: dict[int, int] = {}  # id(DimRef) -> index
+        self.definitions: list[str] = []  # index -> definition
+        self._alive: list[DimRef] = []
+        self._profiles: Optional[dict[int, tuple[str, ...]]] = None
+        self._sections: list[tuple[str, Any]] = []
+
+    def sections(self, sections: list[tuple[str, Any]]) -> dict[str, Any]:
+        """Canonical form of named top-level values, in the given order."""
+        self._sections = sections
+        return {name: walk_guarded(self._value, value, name) for name, value in sections}
+
+    def describe_dim(self, index: int) -> str:
+        return f"dim#{index} {self.definitions[index]}"
+
+    def _value(self, value: Any) -> Any:
+        cls = type(value)
+        if cls in PLAIN_LEAVES or cls is float:
+            return value
+        if cls is dict:
+            return self._dict(value)
+        if cls is list or cls is tuple:
+            out = []
+            for i, item in enumerate(value):
+                try:
+                    out.append(self._value(item))
+                except SerializationError as e:
+                    raise e.at(f"[{i}]")
+            return out if cls is list else tuple(out)
+        if cls is DimRef:
+            return self._dim(value)
+        if cls is MarkedRef:
+            return Tagged((value.marker, self._dim(value.dim)))
+        if cls is set or cls is frozenset:
+            return Tagged((cls.__name__, *(self._value(item) for item in self._ordered(value))))
+        if is_namedtuple(value):
+            return Tagged((f"{cls.__module__}.{cls.__qualname__}", *self._value(tuple(value))))
+        if isinstance(value, CodeWrapper):
+            return Token(f"code {value!r}")
+        if isinstance(value, DelayedBase):
+            return Token(f"sisyphus {sis_hash_helper(value).hex()}")
+        check_leaf(value)
+        return value
+
+    def _dict(self, value: dict) -> dict:
+        try:
+            keys = sorted(value)
+        except TypeError:  # dims or mixed types as keys
+            keys = self._ordered(value)
+        out = {}
+        for key in keys:
+            try:
+                out[self._value(key)] = self._value(value[key])
+            except SerializationError as e:
+                raise e.at(key_step(key))
+        return out
+
+    def _dim(self, ref: DimRef) -> Token:
+        if ref.global_name is not None:
+            return GLOBAL_TOKENS[ref.global_name]
+        index = self.index.get(id(ref))
+        if index is not None:
+            return DimToken(index, None)
+        for dep in ref.dependencies():  # inputs first: they get the lower indices
+            self._dim(dep)
+        index = len(self.definitions)
+        definition = self._definition(ref, self._known)
+        self.index[id(ref)] = index
+        self.definitions.append(definition)
+        self._alive.append(ref)
+        return DimToken(index, definition)
+
+    def _known(self, ref: DimRef) -> str:
+        return f"#{self.index[id(ref)]}"
+
+    def _intrinsic(self, ref: DimRef) -> str:
+        """What a dim is without its index: orders dims not numbered yet (only in sets and dim-keyed dicts)."""
+        if ref.global_name is not None:
+            return ref.global_name
+        if id(ref) in self.index:
+            return self._known(ref)
+        return f"({self._definition(ref, self._intrinsic)})"
+
+    @staticmethod
+    def _definition(ref: DimRef, name_of) -> str:
+        extras = "".join(
+            f" {flag}"
+            for flag, on in (
+                (f"match_priority={ref.match_priority}", ref.match_priority),
+                ("auto_generated", ref.auto_generated),
+                ("special", ref.special),
+                (f"capacity={ref.capacity}", ref.capacity is not None),
+            )
+            if on
+        )
+        kind = ref.kind or "unspecified"
+        if ref.copy_of is not None:
+            return f"{kind} copy of {name_of(ref.copy_of)}{extras}"
+        size = "?" if ref.size is None else ref.size
+        if ref.op is not None:
+            operands = ", ".join(name_of(x) if isinstance(x, DimRef) else str(x) for x in ref.inputs)
+            return f"{kind} {size} = {ref.op}({operands}){extras}"
+        return f"{kind} {size}{extras}"
+
+    def _ordered(self, items) -> list:
+        """Set elements or dict keys in canonical order: by canonical form, numbered dims by index, dims not
+        numbered yet by what they are, and dims alike in that by where else they occur."""
+        keyed = [(self._order_key(item), item) for item in items]
+        keyed.sort(key=lambda pair: pair[0])
+        for (key_a, a), (key_b, b) in zip(keyed, keyed[1:]):
+            if key_a == key_b and a is not b:
+                return [item for _, item in sorted(keyed, key=lambda pair: (pair[0], self._profile(pair[1])))]
+        return [item for _, item in keyed]
+
+    def _order_key(self, item: Any) -> tuple:
+        if type(item) is DimRef:
+            if item.global_name is None and id(item) not in self.index:
+                return (2, self._intrinsic(item))
+            return (1, self._intrinsic(item))
+        if type(item) is MarkedRef:
+            return (3, item.marker, self._intrinsic(item.dim))
+        return (0, type(item).__name__, repr(_Probe(self).value(item)))
+
+    def _profile(self, item: Any) -> tuple[str, ...]:
+        if type(item) is not DimRef:
+            return ()
+        if self._profiles is None:
+            self._profiles = self._occurrence_profiles()
+        return self._profiles.get(id(item), ())
+
+    def _occurrence_profiles(self) -> dict[int, tuple[str, ...]]:
+        """For each dim, the sorted paths of all its occurrences; set elements are ``{}``, and dict keys are ``{}=``
+        with the canonical form of their value. Tells apart dims alike in everything else, without their names."""
+        paths: dict[int, list[str]] = {}
+        probe = _Probe(self)
+        stack: list[tuple[Any, str]] = [(value, name) for name, value in self._sections]
+        while stack:
+            value, path = stack.pop()
+            if type(value) is DimRef:
+                paths.setdefault(id(value), []).append(path)
+                stack.extend((dep, f"{path}<-{i}") for i, dep in enumerate(value.dependencies()))
+            elif type(value) is MarkedRef:
+                stack.append((value.dim, f"{path}.{value.marker}"))
+            elif isinstance(value, dict):
+                for k, v in value.items():
+                    plain_key = isinstance(k, (str, int))
+                    stack.append((v, path + (key_step(k) if plain_key else "[{}]")))
+                    if not plain_key:
+                        stack.append((k, f"{path}{{}}={probe.value(v)!r}"))
+            elif isinstance(value, (list, tuple)):
+                stack.extend((v, f"{path}[{i}]") for i, v in enumerate(value))
+            elif isinstance(value, (set, frozenset)):
+                stack.extend((v, path + "{}") for v in value)
+        return {key: tuple(sorted(found)) for key, found in paths.items()}
+
+
+class _Probe(Canonicalizer):
+    """Canonical form for ordering only: numbers nothing, writes dims not numbered yet by what they are."""
+
+    def __init__(self, owner: Canonicalizer):
+        super().__init__()
+        self.index = owner.index
+        self._owner = owner
+
+    def value(self, item: Any) -> Any:
+        return self._value(item)
+
+    def _dim(self, ref: DimRef) -> Token:
+        return Token(self._owner._intrinsic(ref))

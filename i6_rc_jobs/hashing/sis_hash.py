@@ -1,0 +1,46 @@
+"""The Sisyphus hash of a ReturnnCommonSerializer. A change of these bytes for an unchanged config is a decision:
+bump FORMAT_VERSION, update tests/golden/hashes.json and say why in CHANGELOG.md."""
+
+from __future__ import annotations
+
+import hashlib
+from typing import TYPE_CHECKING, Any
+
+from sisyphus.hash import sis_hash_helper
+
+from .canonical import Canonicalizer
+
+if TYPE_CHECKING:
+    from ..serialization.serializer import ReturnnCommonSerializer
+
+FORMAT_VERSION = 1
+
+
+def hashed_sections(serializer: ReturnnCommonSerializer) -> list[tuple[str, Any]]:
+    """The parts that count for the hash, in canonical order: extern_data, then the network or the stages by epoch."""
+    sections = []
+    if serializer.extern_data is not None:
+        sections.append(("extern_data", serializer.extern_data))
+    if serializer.network is not None:
+        sections.append(("network", serializer.network))
+    for epoch, net in sorted((serializer.staged_networks or {}).items()):
+        sections.append((f"staged_networks[{epoch}]", net))
+    return [(name, value) for name, value in sections if name.partition("[")[0] not in serializer.unhashed]
+
+
+def canonical_form(serializer: ReturnnCommonSerializer) -> tuple[Canonicalizer, dict[str, Any]]:
+    """The canonicalizer (for dim definitions by index) and the canonical form of the hashed parts."""
+    canonicalizer = Canonicalizer()
+    return canonicalizer, canonicalizer.sections(hashed_sections(serializer))
+
+
+def serializer_sis_hash(serializer: ReturnnCommonSerializer) -> bytes:
+    """Bytes for Sisyphus to splice into the hash of whatever holds the serializer (e.g. a ReturnnConfig)."""
+    if serializer.hash_value is not None:
+        return b"(ReturnnCommonSerializer, explicit, " + sis_hash_helper(serializer.hash_value) + b")"
+    _, form = canonical_form(serializer)
+    text = repr(form)
+    if serializer.unhashed:
+        text = f"unhashed {sorted(serializer.unhashed)!r} {text}"
+    digest = hashlib.sha256(text.encode("utf-8")).hexdigest()
+    return f"(ReturnnCommonSerializer, v{FORMAT_VERSION}, {digest})".encode()

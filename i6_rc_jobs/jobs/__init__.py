@@ -1,0 +1,1 @@
+"""Sisyphus jobs."""

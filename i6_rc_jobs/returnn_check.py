@@ -1,0 +1,286 @@
+"""
+Check that a written RETURNN config really builds: load it with RETURNN's own config loader and construct the
+TF network of every stage, the way RETURNN's TF engine builds its train network.
+
+A config can be correct Python and still fail in RETURNN (a dim that lost its identity, a renamed dim-math op,
+a layer option that no longer exists). Such errors show up only when RETURNN constructs the network, so this
+catches them in seconds in the manager or a test, instead of minutes into a cluster job.
+
+Usage: ``python -m i6_rc_jobs.returnn_check CONFIG [--epochs 1 5 10]``.
+
+TensorFlow is imported only inside the functions, so importing this module (and i6_rc_jobs) stays light.
+Set ``CUDA_VISIBLE_DEVICES=""`` in the environment on machines with nvcc but without a GPU,
+otherwise RETURNN tries to compile its native ops with CUDA.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import io
+import sys
+import types
+from typing import TYPE_CHECKING, Any, Iterator, Optional, Sequence
+
+if TYPE_CHECKING:
+    from returnn.config import Config
+
+__all__ = ["NetworkCheckError", "construct_networks", "construct_networks_from_config", "main"]
+
+
+class NetworkCheckError(Exception):
+    """RETURNN could not load the config or construct one of its networks; says where and why."""
+
+    def __init__(self, message: str, *, config_file: str, epoch: Optional[int], layer_name: Optional[str]):
+        super().__init__(message)
+        self.config_file = config_file
+        self.epoch = epoch
+        self.layer_name = layer_name
+
+
+def construct_networks(config_file: str, epochs: Sequence[int] = (1,), *, quiet: bool = False) -> dict[int, list[str]]:
+    """
+    Loads ``config_file`` with RETURNN's config loader and constructs its networks, see
+    :func:`construct_networks_from_config`. A config that cannot even be loaded raises :class:`NetworkCheckError`.
+    """
+    from returnn.config import Config
+
+    config = Config()
+    try:
+        with _maybe_quiet(quiet):
+            config.load_file(config_file)
+    except Exception as exc:
+        raise NetworkCheckError(
+            f"{config_file}: RETURNN cannot load the config: {type(exc).__name__}: {exc}",
+            config_file=config_file,
+            epoch=None,
+            layer_name=None,
+        ) from exc
+    return construct_networks_from_config(config, epochs, config_file=config_file, quiet=quiet)
+
+
+def construct_networks_from_config(
+    config: Config, epochs: Sequence[int] = (1,), *, config_file: Optional[str] = None, quiet: bool = False
+) -> dict[int, list[str]]:
+    """
+    Constructs the TF network of every stage of ``config``, each in a fresh graph, with train flag True and search
+    flag False, as RETURNN's engine does for training.
+
+    The net dict per epoch is chosen like ``returnn.tf.engine.Engine.get_net_dict_for_epoch``: pretrain (if
+    configured and the epoch is a pretrain epoch), else ``get_network(epoch=epoch)``, else ``network``.
+    A static ``network`` (no pretrain, no ``get_network``) is the same for every epoch, so it is constructed once
+    and reported under the first of ``epochs``.
+
+    :param config: a loaded RETURNN config (also usable with dicts made in-process, e.g. via ``config.update``)
+    :param epochs: the epochs to check (for ``get_network``/pretrain configs)
+    :param config_file: for error messages; defaults to the first file the config was loaded from
+    :param quiet: swallow what RETURNN prints on stdout while constructing (when its log is not initialized)
+    :return: per constructed epoch, the sorted names of all constructed layers, sub-layers as ``parent/child``
+    :raises NetworkCheckError: naming the config file, the epoch and the first failing layer
+    """
+    from returnn.pretrain import pretrain_from_config
+    from returnn.util.basic import BehaviorVersion, BackendEngine
+
+    if config_file is None:
+        config_file = config.files[0] if config.files else "<in-memory config>"
+    if not epochs:
+        raise ValueError("epochs must not be empty")
+    epochs = [int(ep) for ep in epochs]
+    get_network = config.typed_value("get_network")
+    pretrain = pretrain_from_config(config)
+    if not get_network and not pretrain:
+        if not (config.has("network") and config.is_typed("network")):
+            raise NetworkCheckError(
+                f"{config_file}: the config defines neither `network` nor `get_network`",
+                config_file=config_file,
+                epoch=None,
+                layer_name=None,
+            )
+        epochs = epochs[:1]
+
+    backend = config.value("backend", None)
+    if backend not in (None, "tensorflow", "tensorflow-net-dict"):
+        raise NetworkCheckError(
+            f"{config_file}: backend {backend!r}: only TensorFlow net-dict configs can be checked",
+            config_file=config_file,
+            epoch=None,
+            layer_name=None,
+        )
+    # A backend must be selected (rnn.py does it from the config). It is a process-wide choice, so like
+    # returnn.tf.engine.Engine.__init__, only make it when nothing is selected yet.
+    if BackendEngine.selected_engine is None:
+        BackendEngine.select_engine(default_fallback_engine=BackendEngine.TensorFlowNetDict, config=config)
+
+    result = {}
+    for epoch in epochs:
+        if pretrain and epoch <= pretrain.get_train_num_epochs():
+            net_dict = pretrain.get_network_json_for_epoch(epoch)
+        elif get_network:
+            net_dict = get_network(epoch=epoch)
+        elif pretrain:
+            net_dict = pretrain.get_final_network_json()
+        else:
+            net_dict = config.typed_value("network")
+        if not isinstance(net_dict, dict) or not net_dict:
+            raise NetworkCheckError(
+                f"{config_file}, epoch {epoch}: the network is not a non-empty dict but {type(net_dict).__name__}",
+                config_file=config_file,
+                epoch=epoch,
+                layer_name=None,
+            )
+        # BehaviorVersion.set() refuses to change a version once set (rnn.py sets it once per process), but every
+        # config may have its own: switch to it for this construction and restore the previous state afterwards.
+        # _get_state/_reset are what RETURNN's own tests use for exactly this.
+        # noinspection PyProtectedMember
+        prev_behavior_state = BehaviorVersion._get_state()
+        try:
+            # noinspection PyProtectedMember
+            BehaviorVersion._reset()
+            BehaviorVersion.set(config.int("behavior_version", None))
+            with _maybe_quiet(quiet):
+                result[epoch] = _construct_network(config, net_dict, epoch=epoch)
+        except Exception as exc:
+            layer_name = _failing_layer_name(exc)
+            where = f"layer {layer_name!r}" if layer_name else "no layer identified"
+            raise NetworkCheckError(
+                f"{config_file}, epoch {epoch}, {where}: {type(exc).__name__}: {exc}",
+                config_file=config_file,
+                epoch=epoch,
+                layer_name=layer_name,
+            ) from exc
+        finally:
+            # noinspection PyProtectedMember
+            BehaviorVersion._reset(prev_behavior_state)
+    return result
+
+
+def _construct_network(config: Config, net_dict: dict[str, Any], *, epoch: int) -> list[str]:
+    """Builds one network in its own graph, as ``returnn.tf.engine.Engine._init_network`` does for training."""
+    import tensorflow as tf
+    from returnn.config import global_config_ctx
+    from returnn.tf.network import ExternData, TFNetwork
+
+    with tf.compat.v1.Graph().as_default(), global_config_ctx(config):
+        tf.compat.v1.set_random_seed(42)
+        extern_data = ExternData()
+        extern_data.init_from_config(config=config, auto_create_placeholders=True)
+        network = TFNetwork(
+            name="",
+            config=config,
+            extern_data=extern_data,
+            rnd_seed=epoch,
+            train_flag=True,
+            eval_flag=True,
+            search_flag=False,
+        )
+        network.construct_from_dict(net_dict)
+        # construct_from_dict only builds what the outputs and losses need (as in training), plus the remaining
+        # layers of subnetworks. network.layers has sub-layers as "parent/child" already.
+        names = set(network.layers)
+        for layer in list(network.layers.values()):
+            names.update(_rec_sub_layer_names(layer))
+        return sorted(names)
+
+
+def _rec_sub_layer_names(layer: Any) -> set[str]:
+    """Names of the layers inside a rec loop (``cell.net``), which TFNetwork.layers does not list."""
+    cell = getattr(layer, "cell", None)
+    sub_net = getattr(cell, "net", None)
+    if sub_net is None or not hasattr(sub_net, "layers"):
+        return set()
+    names = set()
+    for sub_name, sub_layer in sub_net.layers.items():
+        if sub_name.startswith("prev:") or sub_name == ":i":
+            continue  # RETURNN's helpers for the previous frame and the step index, not layers of the net dict
+        names.add(f"{layer.name}/{sub_name}")
+        names.update(f"{layer.name}/{n}" for n in _rec_sub_layer_names(sub_layer))
+    # Layers moved out of the loop by RETURNN's optimization live in separate nets of the cell.
+    for attr in ("input_layers_net", "output_layers_net"):
+        extra_net = getattr(cell, attr, None)
+        if extra_net is not None:
+            names.update(f"{layer.name}/{sub_name}" for sub_name in extra_net.layers)
+    return names
+
+
+def _failing_layer_name(exc: BaseException) -> Optional[str]:
+    """
+    The absolute name of the innermost layer whose construction raised ``exc``.
+
+    RETURNN does not attach the layer name to most errors (only LayerNotFound and a few others carry one, and that
+    is the missing layer, not the one referring to it). The traceback is reliable: the innermost frame of
+    ``TFNetwork.construct_layer``/``_create_layer``/``add_layer`` (for a layer that exists in its net dict) is the
+    layer being built when it failed.
+    """
+    from returnn.tf.network import TFNetwork
+
+    found = None
+    for frame in _traceback_frames(exc):
+        code_name = frame.f_code.co_name
+        if code_name not in ("construct_layer", "_create_layer", "add_layer"):
+            continue
+        net = frame.f_locals.get("self")
+        if not isinstance(net, TFNetwork):
+            continue
+        if code_name == "construct_layer" and not frame.f_locals.get("layer_desc"):
+            continue  # a layer that does not exist (LayerNotFound): the one referring to it is the bad one
+        name = frame.f_locals.get("name_with_prefix") or frame.f_locals.get("name")
+        if not isinstance(name, str):
+            continue
+        try:
+            prefix = net.get_absolute_name_prefix()
+        except Exception:  # a half-constructed subnet might not know its parent yet
+            prefix = ""
+        found = prefix + name
+    if found is None:
+        found = getattr(exc, "layer_name", None)
+    return found
+
+
+def _traceback_frames(exc: BaseException) -> Iterator[types.FrameType]:
+    """
+    Frames of ``exc``'s traceback, outermost first, followed by those of the exceptions it was raised from
+    (or while handling), which continue deeper: so the last layer frame found is the innermost one.
+    """
+    seen = set()
+    while exc is not None and id(exc) not in seen:
+        seen.add(id(exc))
+        tb = exc.__traceback__
+        while tb is not None:
+            yield tb.tb_frame
+            tb = tb.tb_next
+        exc = exc.__cause__ or (None if exc.__suppress_context__ else exc.__context__)
+
+
+@contextlib.contextmanager
+def _maybe_quiet(quiet: bool) -> Iterator[None]:
+    """RETURNN prints to stdout when its log is not initialized; for the CLI, only the summary should be there."""
+    if not quiet:
+        yield
+        return
+    with contextlib.redirect_stdout(io.StringIO()):
+        yield
+
+
+def main(argv: Optional[Sequence[str]] = None) -> int:
+    """CLI: print the number of layers per epoch, or the error and exit code 1."""
+    parser = argparse.ArgumentParser(description=__doc__.strip().splitlines()[0])
+    parser.add_argument("config", help="RETURNN config file (Python format, first line #!rnn.py)")
+    parser.add_argument("--epochs", type=int, nargs="+", default=[1], help="epochs to check (default: 1)")
+    parser.add_argument("--verbose", action="store_true", help="show what RETURNN prints while constructing")
+    args = parser.parse_args(argv)
+    if not args.verbose:
+        import logging
+
+        logging.getLogger("tensorflow").setLevel(logging.ERROR)  # TF deprecation notes on stderr
+    try:
+        result = construct_networks(args.config, args.epochs, quiet=not args.verbose)
+    except NetworkCheckError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 1
+    for epoch, names in result.items():
+        print(f"epoch {epoch}: {len(names)} layers")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

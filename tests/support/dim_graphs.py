@@ -1,0 +1,142 @@
+"""Hypothesis strategies for random dim graphs and the dicts that use them, as plain specs that can be built into
+real RETURNN dims more than once (e.g. with other descriptions, or in another order)."""
+
+from __future__ import annotations
+
+import collections
+from typing import Any, Callable
+
+from hypothesis import strategies as st
+from returnn.tensor import Dim, batch_dim, single_step_dim
+from returnn.tensor.marked_dim import ImplicitDynSizeDim, ImplicitSparseDim, OptionalDim
+
+#: A namedtuple class importable by the written config (tests is a package on sys.path).
+Pair = collections.namedtuple("Pair", ["first", "second"])
+
+KINDS = {"spatial": Dim.Types.Spatial, "feature": Dim.Types.Feature, None: None}
+MARKERS = {"ImplicitSparseDim": ImplicitSparseDim, "ImplicitDynSizeDim": ImplicitDynSizeDim, "OptionalDim": OptionalDim}
+DERIVATIONS: dict[str, Callable[[Dim, Any], Dim]] = {
+    "add": lambda d, x: d + x,
+    "radd": lambda d, x: x + d,
+    "sub": lambda d, x: d - x,
+    "mul": lambda d, x: d * x,
+    "rmul": lambda d, x: x * d,
+    "floordiv": lambda d, x: d // x,
+    "ceildiv": lambda d, x: d.ceildiv_right(x),
+    "ceildiv_left": lambda d, x: d.ceildiv_left(x),
+    "truediv": lambda d, x: d.div_right(x),
+    "truediv_left": lambda d, x: d.div_left(x),
+}
+
+
+@st.composite
+def dim_specs(draw, max_dims: int = 8) -> list[tuple]:
+    """A list of dim specs; each refers only to earlier ones by index."""
+    specs: list[tuple] = []
+    for _ in range(draw(st.integers(1, max_dims))):
+        choices = ["plain", "global"] + (["derived", "copy", "marked"] if specs else [])
+        what = draw(st.sampled_from(choices))
+        if what == "plain":
+            size = draw(st.one_of(st.none(), st.integers(1, 2048)))
+            specs.append(("plain", draw(st.sampled_from(list(KINDS))), size))
+        elif what == "global":
+            specs.append(("global", draw(st.sampled_from(["batch", "single_step"]))))
+        elif what == "derived":
+            base = draw(st.integers(0, len(specs) - 1))
+            op = draw(st.sampled_from(sorted(DERIVATIONS)))
+            other = draw(st.one_of(st.integers(2, 5), st.integers(0, len(specs) - 1).map(lambda i: ("dim", i))))
+            if op in ("add", "radd", "mul", "rmul") and draw(st.booleans()):
+                other = draw(st.integers(-3, 7))
+            specs.append(("derived", op, base, other))
+        elif what == "copy":
+            specs.append(("copy", draw(st.integers(0, len(specs) - 1)), draw(st.integers(0, 2))))
+        else:
+            specs.append(("marked", draw(st.sampled_from(sorted(MARKERS))), draw(st.integers(0, len(specs) - 1))))
+    return specs
+
+
+def build_dims(specs: list[tuple], descriptions: Callable[[int], str]) -> list[Any]:
+    """Real RETURNN dims from specs; plain dims are described by ``descriptions(i)``. A derivation RETURNN refuses
+    (or that collapses to a constant) leaves None, which dict specs skip."""
+    dims: list[Any] = []
+    for i, spec in enumerate(specs):
+        dims.append(_build(spec, dims, descriptions(i)))
+    return dims
+
+
+def _build(spec: tuple, dims: list[Any], description: str) -> Any:
+    what = spec[0]
+    if what == "plain":
+        return Dim(spec[2], description=description, kind=KINDS[spec[1]])
+    if what == "global":
+        return batch_dim if spec[1] == "batch" else single_step_dim
+    if what == "copy":
+        base = dims[spec[1]]
+        if not isinstance(base, Dim) or base.special or base.is_batch_dim():
+            return None
+        return base.copy(match_priority=spec[2])
+    if what == "marked":
+        base = dims[spec[2]]
+        return MARKERS[spec[1]](base) if isinstance(base, Dim) else None
+    _, op, base_i, other = spec
+    base = dims[base_i]
+    if isinstance(other, tuple):
+        other = dims[other[1]]
+        if not isinstance(other, Dim) or other.special or other.is_batch_dim():
+            return None
+    if not isinstance(base, Dim) or base.special or base.is_batch_dim():
+        return None
+    try:
+        result = DERIVATIONS[op](base, other)
+    except Exception:  # RETURNN refuses some combinations (e.g. dividing by a dynamic dim); not our concern
+        return None
+    return None if result.is_constant_static_dim() else result
+
+
+def leaves(dim_count: int) -> st.SearchStrategy:
+    """Plain values of every kind a net dict holds, and references to dims by index."""
+    return st.one_of(
+        st.text(max_size=12),
+        st.integers(-(2**70), 2**70),
+        st.floats(allow_nan=True, allow_infinity=True),
+        st.booleans(),
+        st.none(),
+        st.integers(0, max(dim_count - 1, 0)).map(lambda i: ("DIM", i)),
+    )
+
+
+def structures(dim_count: int) -> st.SearchStrategy:
+    """Nested dicts, lists, tuples, sets and namedtuples over :func:`leaves`; dims also as dict keys."""
+    keys = st.one_of(st.text(max_size=8), st.integers(0, max(dim_count - 1, 0)).map(lambda i: ("DIM", i)))
+    hashable = st.one_of(st.text(max_size=8), st.integers(), st.integers(0, max(dim_count - 1, 0)).map(lambda i: ("DIM", i)))
+    return st.recursive(
+        leaves(dim_count),
+        lambda inner: st.one_of(
+            st.dictionaries(keys, inner, max_size=5),
+            st.lists(inner, max_size=4),
+            st.lists(inner, max_size=3).map(lambda xs: ("TUPLE", xs)),
+            st.lists(hashable, max_size=4).map(lambda xs: ("SET", xs)),
+            st.tuples(inner, inner).map(lambda xs: ("PAIR", list(xs))),
+        ),
+        max_leaves=30,
+    )
+
+
+def build_structure(spec: Any, dims: list[Any], reverse_dicts: bool = False) -> Any:
+    """The real value of a structure spec; ``reverse_dicts`` inserts dict keys in reverse order."""
+    if isinstance(spec, tuple) and spec and spec[0] == "DIM":
+        dim = dims[spec[1]]
+        return dim if dim is not None else "no-dim"
+    if isinstance(spec, tuple) and spec and spec[0] in ("TUPLE", "SET", "PAIR"):
+        items = [build_structure(x, dims, reverse_dicts) for x in spec[1]]
+        return tuple(items) if spec[0] == "TUPLE" else set(items) if spec[0] == "SET" else Pair(*items)
+    if isinstance(spec, dict):
+        items = []
+        for k, v in spec.items():  # keys RETURNN finds equal (a dim and its copy) collapse; keep the first, always
+            key = build_structure(k, dims, reverse_dicts)
+            if all(key != known for known, _ in items):
+                items.append((key, build_structure(v, dims, reverse_dicts)))
+        return dict(reversed(items) if reverse_dicts else items)
+    if isinstance(spec, list):
+        return [build_structure(x, dims, reverse_dicts) for x in spec]
+    return spec

@@ -1,0 +1,114 @@
+"""Comparing dicts with real RETURNN dims up to a one-to-one map of dims, as the round-trip tests need."""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+from returnn.tensor import Dim, batch_dim, single_step_dim
+from returnn.tensor.marked_dim import MarkedDim
+
+from i6_rc_jobs.serialization.refs import canonical_op
+
+
+def representative(dim: Dim) -> Dim:
+    """The dim a serializer writes for ``dim``: the documented rule for equal-but-distinct copies."""
+    if dim.is_batch_dim():
+        return batch_dim
+    base = dim.get_same_base()
+    if base is not dim and base.kind == dim.kind and base.match_priority == dim.match_priority:
+        return representative(base)
+    return dim
+
+
+class DimMap:
+    """A one-to-one map from original dims (after :func:`representative`) to the dims a written config made, that
+    checks kind, static size, match_priority and derivation on the way."""
+
+    def __init__(self):
+        self.forward: dict[int, Dim] = {}
+        self.backward: dict[int, Dim] = {}
+        self._alive: list[Dim] = []
+
+    def match(self, orig: Dim, loaded: Dim, path: str) -> None:
+        orig = representative(orig)
+        known = self.forward.get(id(orig))
+        if known is not None:
+            assert known is loaded, f"{path}: {orig} was loaded as {known} before, now as {loaded}"
+            return
+        assert id(loaded) not in self.backward, f"{path}: {loaded} stands for two original dims"
+        if orig is batch_dim or orig is single_step_dim:
+            assert loaded is orig, f"{path}: global {orig} loaded as {loaded}"
+        assert orig.kind == loaded.kind, f"{path}: kind {orig.kind} != {loaded.kind}"
+        assert orig.dimension == loaded.dimension, f"{path}: size {orig.dimension} != {loaded.dimension}"
+        assert orig.match_priority == loaded.match_priority, f"{path}: match_priority differs"
+        self.forward[id(orig)] = loaded
+        self.backward[id(loaded)] = orig
+        self._alive += [orig, loaded]
+        orig_base, loaded_base = orig.get_same_base(), loaded.get_same_base()
+        if orig_base is not orig:
+            assert loaded_base is not loaded, f"{path}: {orig} is a copy, {loaded} is not"
+            self.match(orig_base, loaded_base, path + " (base)")
+        op, loaded_op = orig.derived_from_op, loaded.derived_from_op
+        if op is None or op.kind == "constant":
+            assert loaded_op is None or loaded_op.kind == "constant", f"{path}: {loaded} is derived, {orig} not"
+            return
+        assert loaded_op is not None, f"{path}: {orig} is derived by {op}, {loaded} is not"
+        assert canonical_op(op.kind) == canonical_op(loaded_op.kind), f"{path}: {op} != {loaded_op}"
+        assert len(op.inputs) == len(loaded_op.inputs), f"{path}: {op} != {loaded_op}"
+        for i, (a, b) in enumerate(zip(op.inputs, loaded_op.inputs)):
+            if a.is_constant_static_dim():
+                assert b.is_constant_static_dim() and a.dimension == b.dimension, f"{path}: {op} != {loaded_op}"
+            else:
+                self.match(a, b, f"{path} (input {i})")
+
+
+def assert_equal_up_to_dims(orig: Any, loaded: Any, dims: DimMap, path: str = "") -> None:
+    """Equal values, where dims correspond under ``dims``; dict subclasses count as dicts, nan equals nan."""
+    if isinstance(orig, Dim):
+        assert isinstance(loaded, Dim), f"{path}: {loaded!r} is no Dim"
+        dims.match(orig, loaded, path)
+    elif isinstance(orig, MarkedDim):
+        assert type(orig) is type(loaded), f"{path}: {orig!r} != {loaded!r}"
+        dims.match(orig.tag, loaded.tag, path)
+    elif isinstance(orig, dict):
+        assert type(loaded) is dict, f"{path}: {type(loaded)} is no dict"
+        assert len(orig) == len(loaded), f"{path}: keys {list(orig)} != {list(loaded)}"
+        loaded_keys = _pair_up(list(orig), list(loaded), dims, path)
+        for key, loaded_key in loaded_keys:
+            assert_equal_up_to_dims(orig[key], loaded[loaded_key], dims, f"{path}[{key!r}]")
+    elif isinstance(orig, (set, frozenset)):
+        assert type(orig) is type(loaded) and len(orig) == len(loaded), f"{path}: {orig!r} != {loaded!r}"
+        _pair_up(list(orig), list(loaded), dims, path)
+    elif isinstance(orig, (list, tuple)):
+        assert type(orig) is type(loaded) and len(orig) == len(loaded), f"{path}: {orig!r} != {loaded!r}"
+        for i, (a, b) in enumerate(zip(orig, loaded)):
+            assert_equal_up_to_dims(a, b, dims, f"{path}[{i}]")
+    elif isinstance(orig, float) and math.isnan(orig):
+        assert isinstance(loaded, float) and math.isnan(loaded), f"{path}: {orig!r} != {loaded!r}"
+    else:
+        assert type(orig) is type(loaded) and orig == loaded, f"{path}: {orig!r} != {loaded!r}"
+
+
+def _pair_up(orig: list, loaded: list, dims: DimMap, path: str) -> list[tuple[Any, Any]]:
+    """Pairs the elements of two unordered collections: plain values by equality, dims by description (written
+    configs keep descriptions), then checks each pair."""
+    pairs = []
+    rest = list(loaded)
+    for item in sorted(orig, key=_sort_key):
+        candidates = [x for x in rest if _sort_key(x) == _sort_key(item)]
+        assert candidates, f"{path}: nothing for {item!r} in {loaded!r}"
+        match = candidates[0]
+        rest.remove(match)
+        assert_equal_up_to_dims(item, match, dims, f"{path}{{{item!r}}}")
+        pairs.append((item, match))
+    return pairs
+
+
+def _sort_key(value: Any) -> str:
+    if isinstance(value, Dim):
+        value = representative(value)
+        return f"dim {value.description} {value.kind} {value.match_priority}"
+    if isinstance(value, MarkedDim):
+        return f"marked {type(value).__name__} {_sort_key(value.tag)}"
+    return f"{type(value).__name__} {value!r}"

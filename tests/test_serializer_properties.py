@@ -1,0 +1,110 @@
+"""Properties of ReturnnCommonSerializer over random dim graphs and dicts (hypothesis): the written code gives back
+the same dicts, and the hash sees semantic changes but not cosmetic ones."""
+
+from __future__ import annotations
+
+import copy
+import pickle
+
+from hypothesis import HealthCheck, assume, given, settings
+from hypothesis import strategies as st
+
+from i6_rc_jobs import ReturnnCommonSerializer
+from tests.support.dim_graphs import build_dims, build_structure, dim_specs, structures
+from tests.support.dims import DimMap, assert_equal_up_to_dims
+
+SETTINGS = settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+
+
+@st.composite
+def configs(draw):
+    """(dim specs, extern_data spec, network spec)."""
+    specs = draw(dim_specs())
+    extern = draw(st.dictionaries(st.text(min_size=1, max_size=6), structures(len(specs)), max_size=2))
+    network = draw(st.dictionaries(st.text(min_size=1, max_size=6), structures(len(specs)), min_size=1, max_size=4))
+    return specs, extern, network
+
+
+def build(config, describe=lambda i: f"dim {i}", reverse_dicts=False):
+    specs, extern, network = config
+    dims = build_dims(specs, describe)
+    return build_structure(extern, dims, reverse_dicts), build_structure(network, dims, reverse_dicts)
+
+
+def serializer(config, **kwargs) -> ReturnnCommonSerializer:
+    extern_data, network = build(config, **kwargs)
+    return ReturnnCommonSerializer(extern_data=extern_data, network=network)
+
+
+def load(code: str) -> dict:
+    namespace: dict = {}
+    exec(compile(code, "config.py", "exec"), namespace)
+    return namespace
+
+
+@SETTINGS
+@given(configs())
+def test_written_code_gives_back_the_dicts(config):
+    extern_data, network = build(config)
+    code = ReturnnCommonSerializer(extern_data=extern_data, network=network).get()
+    loaded = load(code)
+    dims = DimMap()
+    assert_equal_up_to_dims(extern_data, loaded["extern_data"], dims, "extern_data")
+    assert_equal_up_to_dims(network, loaded["network"], dims, "network")
+
+
+@SETTINGS
+@given(configs())
+def test_inputs_are_never_mutated(config):
+    extern_data, network = build(config)
+    before = repr((extern_data, network))
+    ReturnnCommonSerializer(extern_data=extern_data, network=network).get()
+    assert repr((extern_data, network)) == before
+
+
+@SETTINGS
+@given(configs(), st.text(min_size=1, max_size=10))
+def test_cosmetic_changes_keep_the_hash(config, prefix):
+    reference = serializer(config)._sis_hash()
+    renamed = serializer(config, describe=lambda i: f"{prefix}{i}")
+    assert renamed._sis_hash() == reference
+    assert serializer(config, reverse_dicts=True)._sis_hash() == reference
+    unpickled = pickle.loads(pickle.dumps(renamed))
+    assert unpickled._sis_hash() == reference
+    assert unpickled.get() == renamed.get()
+
+
+@SETTINGS
+@given(configs(), st.data())
+def test_editing_and_restoring_an_entry_keeps_the_hash(config, data):
+    ser = serializer(config)
+    reference = ser._sis_hash()
+    key = data.draw(st.sampled_from(sorted(ser.network, key=repr)))
+    old = ser.network.pop(key)
+    ser.network["an entry added"] = 1
+    assert ser._sis_hash() != reference
+    del ser.network["an entry added"]
+    ser.network[key] = old
+    assert ser._sis_hash() == reference
+
+
+@SETTINGS
+@given(configs(), st.data())
+def test_any_changed_value_changes_the_hash(config, data):
+    ser = serializer(config)
+    reference = ser._sis_hash()
+    key = data.draw(st.sampled_from(sorted(ser.network, key=repr)))
+    original = ser.network[key]
+    replacement = data.draw(st.one_of(st.integers(), st.text(), st.lists(st.integers(), max_size=2)))
+    assume(type(replacement) is not type(original) or replacement != original)
+    ser.network[key] = replacement
+    assert ser._sis_hash() != reference
+
+
+@SETTINGS
+@given(configs())
+def test_output_is_a_function_of_the_content(config):
+    """Byte-identical code for equal content, whatever the insertion order; deep copies write the same."""
+    ser = serializer(config)
+    assert serializer(config, reverse_dicts=True).get() == ser.get()
+    assert copy.deepcopy(ser).get() == ser.get()
