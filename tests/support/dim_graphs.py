@@ -3,15 +3,13 @@ real RETURNN dims more than once (e.g. with other descriptions, or in another or
 
 from __future__ import annotations
 
-import collections
 from typing import Any, Callable
 
 from hypothesis import strategies as st
 from returnn.tensor import Dim, batch_dim, single_step_dim
 from returnn.tensor.marked_dim import ImplicitDynSizeDim, ImplicitSparseDim, OptionalDim
 
-#: A namedtuple class importable by the written config (tests is a package on sys.path).
-Pair = collections.namedtuple("Pair", ["first", "second"])
+from tests.support.records import Pair
 
 KINDS = {"spatial": Dim.Types.Spatial, "feature": Dim.Types.Feature, None: None}
 MARKERS = {"ImplicitSparseDim": ImplicitSparseDim, "ImplicitDynSizeDim": ImplicitDynSizeDim, "OptionalDim": OptionalDim}

@@ -1,0 +1,7 @@
+"""Entry point of the example setup: ``sis manager`` without config arguments calls ``config.main()``."""
+
+
+def main():
+    from . import task12ax
+
+    task12ax.run()

@@ -1,0 +1,47 @@
+"""Sisyphus settings for the example setup: every task runs locally, nothing asks questions.
+
+Sisyphus executes this file inside ``sisyphus.global_settings`` (manager and workers), so the names
+below replace its defaults. See .deps/src/sisyphus/sisyphus/global_settings.py for all settings.
+"""
+
+import os
+import sys
+
+
+def engine():
+    from sisyphus.localengine import LocalEngine
+
+    # One local engine for every task (mini tasks included). 2 CPUs and 16 GB fit a 24 GB machine;
+    # a task asking for more than these limits would wait forever, so keep rqmts below them.
+    return LocalEngine(cpus=2, gpus=0, mem=16)
+
+
+# Workers start with a cleaned environment: only DEFAULT_ENVIRONMENT_KEEP survives and DEFAULT_ENVIRONMENT_SET
+# is added. The workers (and the RETURNN processes they start) use the python of the manager, i.e. .venv,
+# which finds sisyphus, i6_core, returnn and returnn_common through its .pth file: no PYTHONPATH needed.
+_python_bin = os.path.dirname(sys.executable)
+DEFAULT_ENVIRONMENT_KEEP = {"HOME", "PWD", "USER", "TMP", "TMPDIR"}
+DEFAULT_ENVIRONMENT_SET = {
+    "PATH": ":".join([_python_bin, "/usr/local/bin", "/usr/bin", "/bin"]),
+    "LANG": "C.UTF-8",
+    "SHELL": "/bin/bash",
+    "OMP_NUM_THREADS": 1,
+    "MKL_NUM_THREADS": 1,
+    # No GPU: otherwise RETURNN compiles its native TF ops (NativeLstm2) with nvcc if it finds one, and fails.
+    "CUDA_VISIBLE_DEVICES": "",
+    "TF_CPP_MIN_LOG_LEVEL": "3",
+}
+
+# Local disk, small jobs: short waits instead of the defaults meant for network file systems and clusters.
+WAIT_PERIOD_BETWEEN_CHECKS = 2
+WAIT_PERIOD_CACHE = 1
+WAIT_PERIOD_JOB_FS_SYNC = 1
+WAIT_PERIOD_JOB_CLEANUP = 1
+WAIT_PERIOD_MTIME_OF_INPUTS = 0
+
+# Keep finished job directories as they are (logs readable, no finished.tar.gz).
+JOB_AUTO_CLEANUP = False
+# The default log/finished.log would add a log/ directory next to settings.py.
+FINISHED_LOG = "output/finished.log"
+# Plain tracebacks in logs (the default IPython one is long and colored).
+USE_VERBOSE_TRACEBACK = False

@@ -1,0 +1,44 @@
+"""Golden files: the generated code and the Sisyphus hashes of the fixed cases. A hash that changes is a decision:
+bump FORMAT_VERSION in i6_rc_jobs/hashing/sis_hash.py, say why in CHANGELOG.md, then rewrite the files with
+``.venv/bin/python -m tests.support.golden --update``."""
+
+from __future__ import annotations
+
+import json
+import pathlib
+import sys
+
+from i6_core.returnn.config import ReturnnConfig
+from sisyphus.hash import short_hash
+
+from i6_rc_jobs.hashing.sis_hash import FORMAT_VERSION
+from tests.support.cases import CASES
+
+GOLDEN = pathlib.Path(__file__).resolve().parent.parent / "golden"
+HASHES = GOLDEN / "hashes.json"
+
+
+def current_hashes() -> dict:
+    """Per case: the serializer's own bytes and the short hash of a ReturnnConfig holding it (what a job sees)."""
+    hashes = {}
+    for name, make in sorted(CASES.items()):
+        serializer = make()
+        config = ReturnnConfig({"num_epochs": 2}, python_prolog=[serializer])
+        hashes[name] = {"serializer": serializer._sis_hash().decode(), "returnn_config": short_hash(config)}
+    return {"format_version": FORMAT_VERSION, "hashes": hashes}
+
+
+def code_file(name: str) -> pathlib.Path:
+    return GOLDEN / f"{name}.config"
+
+
+def update() -> None:
+    HASHES.write_text(json.dumps(current_hashes(), indent=2, sort_keys=True) + "\n")
+    for name, make in CASES.items():
+        code_file(name).write_text(make().get())
+
+
+if __name__ == "__main__":
+    if sys.argv[1:] != ["--update"]:
+        sys.exit(__doc__)
+    update()

@@ -1,0 +1,274 @@
+"""ReturnnCommonSerializer on fixed configs: generated code and hashes pinned by golden files, semantic changes,
+errors that name the path, staged networks, ReturnnConfig integration, and behaviour across processes."""
+
+from __future__ import annotations
+
+import json
+import os
+import pickle
+import re
+import subprocess
+import sys
+import textwrap
+
+import pytest
+from i6_core.returnn.config import ReturnnConfig
+from returnn.tensor import Dim, batch_dim
+from sisyphus.hash import short_hash
+
+from i6_rc_jobs import ReturnnCommonSerializer, SerializationError
+from i6_rc_jobs.hashing.sis_hash import FORMAT_VERSION
+from i6_rc_jobs.serialization.config_file import config_code, write_config_file
+from tests.support import golden
+from tests.support.cases import CASES, encoder_decoder, staged
+from tests.support.dims import DimMap, assert_equal_up_to_dims
+
+REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+def load(code: str) -> dict:
+    namespace: dict = {}
+    exec(compile(code, "config.py", "exec"), namespace)
+    return namespace
+
+
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_generated_code_matches_golden_file(name):
+    assert CASES[name]().get() == golden.code_file(name).read_text(), f"regenerate with {golden.__name__} --update"
+
+
+def test_hashes_match_golden_file():
+    pinned = json.loads(golden.HASHES.read_text())
+    current = golden.current_hashes()
+    if pinned["format_version"] == FORMAT_VERSION:
+        assert current == pinned, "a hash changed without a FORMAT_VERSION bump: see tests/support/golden.py"
+    else:
+        pytest.fail(f"FORMAT_VERSION is {FORMAT_VERSION}, golden hashes are v{pinned['format_version']}: update them")
+
+
+def test_changelog_explains_the_current_hash_format():
+    changelog = open(os.path.join(REPO, "CHANGELOG.md")).read()
+    assert re.search(rf"^#+ .*hash format v{FORMAT_VERSION}\b", changelog, re.M | re.I)
+
+
+def test_written_code_gives_back_extern_data_and_network():
+    time = Dim(None, description="time", kind=Dim.Types.Spatial)
+    feat = Dim(5, description="feat", kind=Dim.Types.Feature)
+    extern_data = {"data": {"dim_tags": [batch_dim, time, feat]}}
+    network = {"out": {"class": "linear", "out_dim": feat.copy(match_priority=1), "s": {time, time - 1}}}
+    loaded = load(ReturnnCommonSerializer(extern_data=extern_data, network=network).get())
+    dims = DimMap()
+    assert_equal_up_to_dims(extern_data, loaded["extern_data"], dims)
+    assert_equal_up_to_dims(network, loaded["network"], dims)
+    assert loaded["extern_data"]["data"]["dim_tags"][0] is loaded["batch_dim"]
+
+
+def _two_dims():
+    return Dim(None, description="time", kind=Dim.Types.Spatial), Dim(None, description="out-time")
+
+
+def _hash(extern_data=None, network=None) -> bytes:
+    return ReturnnCommonSerializer(extern_data=extern_data, network=network)._sis_hash()
+
+
+def test_swapping_two_dims_of_same_size_and_kind_changes_the_hash():
+    time, out_time = _two_dims()
+    out_time2 = Dim(None, description="out-time", kind=Dim.Types.Spatial)
+    extern = {"a": {"dim_tags": [time, out_time2]}}
+    one = _hash(extern, {"x": {"in": time, "out": out_time2}})
+    time_b, out_b = Dim(None, description="time", kind=Dim.Types.Spatial), Dim(None, description="o", kind=Dim.Types.Spatial)
+    swapped = _hash({"a": {"dim_tags": [time_b, out_b]}}, {"x": {"in": out_b, "out": time_b}})
+    assert one != swapped
+
+
+def test_which_positions_share_a_dim_is_part_of_the_hash():
+    a, b = _two_dims()
+    b = Dim(None, description="b", kind=Dim.Types.Spatial)
+    assert _hash(network={"x": [a, a]}) != _hash(network={"x": [a, b]})
+
+
+@pytest.mark.parametrize(
+    "make_a, make_b",
+    [
+        (lambda: Dim(512, description="m", kind=Dim.Types.Feature), lambda: Dim(256, description="m", kind=Dim.Types.Feature)),
+        (lambda: Dim(512, description="m", kind=Dim.Types.Feature), lambda: Dim(512, description="m", kind=Dim.Types.Spatial)),
+        (lambda: Dim(None, description="t") + 1, lambda: Dim(None, description="t") + 2),
+        (lambda: Dim(None, description="t") + 1, lambda: 1 + Dim(None, description="t")),
+        (lambda: Dim(None, description="t") // 2, lambda: Dim(None, description="t").ceildiv_right(2)),
+        (lambda: Dim(8, description="m").copy(match_priority=1), lambda: Dim(8, description="m")),
+        (lambda: Dim(None, description="t"), lambda: batch_dim),
+    ],
+    ids=["size", "kind", "derivation-constant", "derivation-order", "derivation-op", "match_priority", "batch"],
+)
+def test_semantic_dim_changes_change_the_hash(make_a, make_b):
+    assert _hash(network={"x": {"out_dim": make_a()}}) != _hash(network={"x": {"out_dim": make_b()}})
+
+
+def test_old_and_new_op_names_hash_alike():
+    """RETURNN renamed floordiv_right to floordiv (PR #1755); a dim made by either spelling is the same dim."""
+    time = Dim(None, description="t")
+    new = time // 2
+    old_op = type(new.derived_from_op)("floordiv_right", list(new.derived_from_op.inputs))
+    old = Dim(None, description="t//2", kind=new.kind, derived_from_op=old_op)
+    assert _hash({"d": [time]}, {"x": new}) == _hash({"d": [time]}, {"x": old})
+
+
+def test_equal_but_distinct_copy_is_one_variable():
+    model = Dim(64, description="model", kind=Dim.Types.Feature)
+    serializer = ReturnnCommonSerializer(network={"a": model, "b": model.copy(), "c": model.copy(match_priority=1)})
+    assert serializer.network["a"] is serializer.network["b"]
+    assert serializer.network["c"] is not serializer.network["a"]
+    assert serializer.network["c"].copy_of is serializer.network["a"]
+
+
+def test_names_are_readable_unique_and_never_reserved():
+    dims = [Dim(3, description=d) for d in ("network", "extern_data", "class", "1st layer", "a b", "a-b", "", "len")]
+    names = ReturnnCommonSerializer(network={"x": dims}).dim_names()
+    assert names == sorted(set(names), key=names.index)  # unique
+    assert all(re.fullmatch(r"[a-z][a-z0-9_]*_dim", n) for n in names)
+    assert "a_b_dim" in names and "a_b_1_dim" in names and "d1st_layer_dim" in names
+
+
+def test_staged_networks_get_network_returns_the_stage_by_start_epoch():
+    code = staged().get()
+    loaded = load(code)
+    get_network = loaded["get_network"]
+    assert [len(get_network(e)) for e in (1, 4, 5, 9, 10, 100)] == [2, 2, 3, 3, 4, 4]
+    with pytest.raises(ValueError, match="epoch 0"):
+        get_network(0)
+    classes = loaded["extern_data"]["classes"]["sparse_dim"]
+    assert all(get_network(e)["output"]["out_dim"] is classes for e in (1, 5, 10))
+    assert code.count("classes_dim = ") == 1
+    assert "network =" not in code and "import" not in code.split("def get_network")[1]
+
+
+def test_staged_networks_are_hashed_in_epoch_order_and_by_content():
+    assert staged()._sis_hash() == staged()._sis_hash()
+    changed = staged()
+    changed.staged_networks[5]["output"]["loss"] = "mse"
+    assert changed._sis_hash() != staged()._sis_hash()
+
+
+def test_explicit_hash_and_unhashed_parts():
+    assert encoder_decoder(hash_value=("my-model", 3))._sis_hash() == staged(hash_value=("my-model", 3))._sis_hash()
+    assert encoder_decoder(hash_value=("my-model", 3))._sis_hash() != encoder_decoder(hash_value=("my-model", 4))._sis_hash()
+    without = encoder_decoder(unhashed=["extern_data"])
+    changed = encoder_decoder(unhashed=["extern_data"])
+    changed.extern_data["data"]["available_for_inference"] = False
+    assert without._sis_hash() == changed._sis_hash() != encoder_decoder()._sis_hash()
+    with pytest.raises(SerializationError, match="unhashed"):
+        encoder_decoder(unhashed=["nonsense"])
+
+
+def _error(**dicts) -> str:
+    with pytest.raises(SerializationError) as info:
+        ReturnnCommonSerializer(**dicts).get()
+    return str(info.value)
+
+
+def test_errors_name_the_object_and_its_path():
+    message = _error(network={"enc": {"subnetwork": {"ff": {"out_dim": lambda x: x}}}})
+    assert message.startswith("network['enc']['subnetwork']['ff']['out_dim']: ") and "lambda" in message
+    message = _error(extern_data={"data": {"dim_tags": [batch_dim, object()]}})
+    assert message.startswith("extern_data['data']['dim_tags'][1]: <object object")
+
+
+def test_cycle_is_reported_with_its_path():
+    layer: dict = {"class": "copy"}
+    layer["self"] = {"inner": [layer]}
+    message = _error(network={"x": layer})
+    assert message == "network['x']['self']['inner'][0]: contains itself (a cycle)"
+
+
+def test_raw_dim_put_in_after_conversion_is_refused():
+    serializer = encoder_decoder()
+    serializer.network["enc"]["subnetwork"]["ff"]["out_dim"] = Dim(7, description="raw")
+    with pytest.raises(SerializationError, match=r"^network\['enc'\]\['subnetwork'\]\['ff'\]\['out_dim'\]: .*raw RETURNN Dim"):
+        serializer.get()
+    with pytest.raises(SerializationError, match="raw RETURNN Dim"):
+        serializer._sis_hash()
+
+
+def test_dims_of_two_serializers_with_one_name_are_refused():
+    one, two = encoder_decoder(), encoder_decoder()
+    one.network["new"] = {"out_dim": two.network["output"]["out_dim"]}
+    with pytest.raises(SerializationError, match="two different dims are named 'classes_dim'"):
+        one.get()
+
+
+def test_edits_after_conversion_are_written():
+    serializer = encoder_decoder()
+    model = serializer.network["enc"]["subnetwork"]["ff"]["out_dim"]
+    serializer.network["extra"] = {"class": "linear", "from": "enc", "out_dim": model}
+    del serializer.network["split"]
+    loaded = load(serializer.get())
+    assert loaded["network"]["extra"]["out_dim"] is loaded["network"]["enc"]["subnetwork"]["ff"]["out_dim"]
+    assert "split" not in loaded["network"]
+
+
+def test_returnn_config_hash_is_unchanged_by_writing(tmp_path):
+    config = ReturnnConfig({"num_epochs": 2}, post_config={"log_verbosity": 5}, python_prolog=[encoder_decoder()])
+    before = short_hash(config)
+    write_config_file(config, str(tmp_path / "returnn.config"))
+    assert short_hash(config) == before
+    assert config.config == {"num_epochs": 2}
+    text = (tmp_path / "returnn.config").read_text()
+    assert text.startswith("#!rnn.py") and text == config_code(config)
+
+
+def test_config_without_serializer_is_written_as_i6_core_does(tmp_path):
+    config = ReturnnConfig({"num_epochs": 2, "learning_rate": 0.1}, post_config={"log_verbosity": 5})
+    before = short_hash(config)
+    write_config_file(config, str(tmp_path / "returnn.config"))
+    expected = ReturnnConfig({"num_epochs": 2, "learning_rate": 0.1}, post_config={"log_verbosity": 5})._serialize()
+    assert (tmp_path / "returnn.config").read_text() == expected
+    assert short_hash(config) == before
+
+
+def test_config_key_clashing_with_a_dim_name_is_refused(tmp_path):
+    config = ReturnnConfig({"model_dim": 3}, python_prolog=[encoder_decoder()])
+    with pytest.raises(SerializationError, match=r"model_dim"):
+        write_config_file(config, str(tmp_path / "returnn.config"))
+    assert not list(tmp_path.iterdir())
+
+
+_CHILD = textwrap.dedent(
+    """
+    import pickle, sys
+    class Block:
+        def find_spec(self, name, path=None, target=None):
+            if name.split(".")[0] in ("returnn", "returnn_common", "tensorflow"):
+                raise ImportError(f"{name} is blocked in this process")
+    sys.meta_path.insert(0, Block())
+    config = pickle.load(sys.stdin.buffer)
+    from sisyphus.hash import short_hash
+    from i6_rc_jobs.serialization.config_file import config_code
+    serializer = config.python_prolog[0]
+    sys.stdout.write(repr((short_hash(config), serializer._sis_hash(), serializer.get(), config_code(config))))
+    assert not [m for m in sys.modules if m.split(".")[0] in ("returnn", "returnn_common", "tensorflow")]
+    """
+)
+
+
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_unpickles_and_writes_where_returnn_and_tensorflow_are_missing(name):
+    serializer = CASES[name]()
+    config = ReturnnConfig({"num_epochs": 2}, python_prolog=[serializer])
+    out = subprocess.run(
+        [sys.executable, "-c", _CHILD], input=pickle.dumps(config), capture_output=True, check=True, cwd=REPO
+    ).stdout.decode()
+    assert out == repr((short_hash(config), serializer._sis_hash(), serializer.get(), config_code(config)))
+
+
+def test_identical_in_any_process_whatever_pythonhashseed():
+    script = (
+        "from tests.support.cases import CASES; import sys\n"
+        "for make in CASES.values(): s = make(); sys.stdout.write(s.get() + repr(s._sis_hash()))\n"
+    )
+    outputs = {
+        subprocess.run(
+            [sys.executable, "-c", script], capture_output=True, check=True, cwd=REPO, env={**os.environ, "PYTHONHASHSEED": seed}
+        ).stdout
+        for seed in ("0", "1", "12345")
+    }
+    assert outputs == {"".join(s.get() + repr(s._sis_hash()) for s in (m() for m in CASES.values())).encode()}
