@@ -79,7 +79,7 @@ def construct_networks_from_config(
     :raises NetworkCheckError: naming the config file, the epoch and the first failing layer
     """
     from returnn.pretrain import pretrain_from_config
-    from returnn.util.basic import BehaviorVersion, BackendEngine
+    from returnn.util.basic import BackendEngine
 
     if config_file is None:
         config_file = config.files[0] if config.files else "<in-memory config>"
@@ -113,14 +113,22 @@ def construct_networks_from_config(
 
     result = {}
     for epoch in epochs:
-        if pretrain and epoch <= pretrain.get_train_num_epochs():
-            net_dict = pretrain.get_network_json_for_epoch(epoch)
-        elif get_network:
-            net_dict = get_network(epoch=epoch)
-        elif pretrain:
-            net_dict = pretrain.get_final_network_json()
-        else:
-            net_dict = config.typed_value("network")
+        try:
+            if pretrain and epoch <= pretrain.get_train_num_epochs():
+                net_dict = pretrain.get_network_json_for_epoch(epoch)
+            elif get_network:
+                net_dict = get_network(epoch=epoch)
+            elif pretrain:
+                net_dict = pretrain.get_final_network_json()
+            else:
+                net_dict = config.typed_value("network")
+        except Exception as exc:
+            raise NetworkCheckError(
+                f"{config_file}, epoch {epoch}: getting the net dict failed: {type(exc).__name__}: {exc}",
+                config_file=config_file,
+                epoch=epoch,
+                layer_name=None,
+            ) from exc
         if not isinstance(net_dict, dict) or not net_dict:
             raise NetworkCheckError(
                 f"{config_file}, epoch {epoch}: the network is not a non-empty dict but {type(net_dict).__name__}",
@@ -128,30 +136,46 @@ def construct_networks_from_config(
                 epoch=epoch,
                 layer_name=None,
             )
-        # BehaviorVersion.set() refuses to change a version once set (rnn.py sets it once per process), but every
-        # config may have its own: switch to it for this construction and restore the previous state afterwards.
-        # _get_state/_reset are what RETURNN's own tests use for exactly this.
-        # noinspection PyProtectedMember
-        prev_behavior_state = BehaviorVersion._get_state()
-        try:
-            # noinspection PyProtectedMember
-            BehaviorVersion._reset()
-            BehaviorVersion.set(config.int("behavior_version", None))
-            with _maybe_quiet(quiet):
-                result[epoch] = _construct_network(config, net_dict, epoch=epoch)
-        except Exception as exc:
-            layer_name = _failing_layer_name(exc)
-            where = f"layer {layer_name!r}" if layer_name else "no layer identified"
-            raise NetworkCheckError(
-                f"{config_file}, epoch {epoch}, {where}: {type(exc).__name__}: {exc}",
-                config_file=config_file,
-                epoch=epoch,
-                layer_name=layer_name,
-            ) from exc
-        finally:
-            # noinspection PyProtectedMember
-            BehaviorVersion._reset(prev_behavior_state)
+        with _behavior_version(config.int("behavior_version", None)):
+            try:
+                with _maybe_quiet(quiet):
+                    result[epoch] = _construct_network(config, net_dict, epoch=epoch)
+            except Exception as exc:
+                layer_name = _failing_layer_name(exc)
+                where = f"layer {layer_name!r}" if layer_name else "no layer identified"
+                raise NetworkCheckError(
+                    f"{config_file}, epoch {epoch}, {where}: {type(exc).__name__}: {exc}",
+                    config_file=config_file,
+                    epoch=epoch,
+                    layer_name=layer_name,
+                ) from exc
     return result
+
+
+@contextlib.contextmanager
+def _behavior_version(version: Optional[int]) -> Iterator[None]:
+    """
+    RETURNN's behavior version of ``config`` while constructing, the previous global state afterwards.
+
+    ``BehaviorVersion.set()`` refuses to change a version once set (rnn.py sets it once per process; returnn_common
+    sets its own while building), but every config may have its own. ``_get_state``/``_reset`` are what RETURNN's
+    own tests use for this. ``_reset(state)`` alone leaves the version-dependent global switches reset (e.g. the
+    simple Dim equality of behavior_version >= 16), so ``_handle_new_min_version`` re-applies them.
+    """
+    from returnn.util.basic import BehaviorVersion
+
+    # noinspection PyProtectedMember
+    prev_state = BehaviorVersion._get_state()
+    # noinspection PyProtectedMember
+    BehaviorVersion._reset()
+    try:
+        BehaviorVersion.set(version)
+        yield
+    finally:
+        # noinspection PyProtectedMember
+        BehaviorVersion._reset(prev_state)
+        # noinspection PyProtectedMember
+        BehaviorVersion._handle_new_min_version()
 
 
 def _construct_network(config: Config, net_dict: dict[str, Any], *, epoch: int) -> list[str]:
@@ -263,7 +287,7 @@ def _maybe_quiet(quiet: bool) -> Iterator[None]:
 
 def main(argv: Optional[Sequence[str]] = None) -> int:
     """CLI: print the number of layers per epoch, or the error and exit code 1."""
-    parser = argparse.ArgumentParser(description=__doc__.strip().splitlines()[0])
+    parser = argparse.ArgumentParser(description="Construct the TF networks of a RETURNN config, as RETURNN would.")
     parser.add_argument("config", help="RETURNN config file (Python format, first line #!rnn.py)")
     parser.add_argument("--epochs", type=int, nargs="+", default=[1], help="epochs to check (default: 1)")
     parser.add_argument("--verbose", action="store_true", help="show what RETURNN prints while constructing")

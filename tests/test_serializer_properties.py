@@ -10,6 +10,7 @@ from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
 from i6_rc_jobs import ReturnnCommonSerializer
+from i6_rc_jobs.serialization.refs import DimRef, MarkedRef
 from tests.support.dim_graphs import build_dims, build_structure, dim_specs, structures
 from tests.support.dims import DimMap, assert_equal_up_to_dims
 
@@ -108,3 +109,39 @@ def test_output_is_a_function_of_the_content(config):
     ser = serializer(config)
     assert serializer(config, reverse_dicts=True).get() == ser.get()
     assert copy.deepcopy(ser).get() == ser.get()
+
+
+def _refs(value, found: dict) -> dict:
+    """Every DimRef reachable from value, including those only used to derive others."""
+    if isinstance(value, DimRef):
+        if id(value) not in found:
+            found[id(value)] = value
+            for dep in value.dependencies():
+                _refs(dep, found)
+    elif isinstance(value, MarkedRef):
+        _refs(value.dim, found)
+    elif isinstance(value, dict):
+        for k, v in value.items():
+            _refs(k, found)
+            _refs(v, found)
+    elif isinstance(value, (list, tuple, set, frozenset)):
+        for v in value:
+            _refs(v, found)
+    return found
+
+
+@SETTINGS
+@given(configs(), st.data())
+def test_any_changed_dim_changes_the_hash(config, data):
+    """A dim's size, kind or match_priority counts wherever it sits, also when it is only an input of others."""
+    ser = serializer(config)
+    refs = [r for r in _refs((ser.extern_data, ser.network), {}).values() if r.global_name is None]
+    assume(refs)
+    ref = data.draw(st.sampled_from(sorted(refs, key=lambda r: r.name)))
+    reference = ser._sis_hash()
+    changes = [("kind", "feature" if ref.kind != "feature" else "spatial"), ("match_priority", ref.match_priority + 1)]
+    if ref.copy_of is None:  # a copy has the size of its base
+        changes.append(("size", (ref.size or 0) + 1))
+    field, value = data.draw(st.sampled_from(changes))
+    setattr(ref, field, value)
+    assert ser._sis_hash() != reference

@@ -123,24 +123,21 @@ class Canonicalizer:
         index = self.index.get(id(ref))
         if index is not None:
             return DimToken(index, None)
-        for dep in ref.dependencies():  # inputs first: they get the lower indices
-            self._dim(dep)
+        # Inputs first, so they get the lower indices; where one occurs first, its token spells out its definition.
+        dep_tokens = iter([repr(self._dim(dep)) for dep in ref.dependencies()])
         index = len(self.definitions)
-        definition = self._definition(ref, self._known)
+        definition = self._definition(ref, lambda _dep: next(dep_tokens))  # asks for them in dependencies() order
         self.index[id(ref)] = index
         self.definitions.append(definition)
         self._alive.append(ref)
         return DimToken(index, definition)
-
-    def _known(self, ref: DimRef) -> str:
-        return f"#{self.index[id(ref)]}"
 
     def _intrinsic(self, ref: DimRef) -> str:
         """What a dim is without its index: orders dims not numbered yet (only in sets and dim-keyed dicts)."""
         if ref.global_name is not None:
             return ref.global_name
         if id(ref) in self.index:
-            return self._known(ref)
+            return f"#{self.index[id(ref)]}"
         return f"({self._definition(ref, self._intrinsic)})"
 
     @staticmethod

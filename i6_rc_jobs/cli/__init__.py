@@ -1,0 +1,1 @@
+"""Command line: python -m i6_rc_jobs <command>."""

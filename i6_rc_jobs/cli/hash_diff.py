@@ -1,0 +1,38 @@
+"""``python -m i6_rc_jobs hash-diff A B``: why two jobs or configs hash differently in Sisyphus."""
+
+from __future__ import annotations
+
+import argparse
+import gzip
+import os
+import pickle
+from typing import Any
+
+
+def load(path: str) -> Any:
+    """A Sisyphus job directory (its job.save, or the finished archive) or a pickle file, gzipped or not."""
+    if os.path.isdir(path) or path.endswith(".tar.gz"):
+        from sisyphus.toolkit import load_job
+
+        return load_job(path)
+    with open(path, "rb") as f:
+        head = f.read(2)
+    opener = gzip.open if head == b"\x1f\x8b" else open
+    with opener(path, "rb") as f:
+        return pickle.load(f)
+
+
+def main(argv: list[str]) -> int:
+    parser = argparse.ArgumentParser(
+        prog="python -m i6_rc_jobs hash-diff",
+        description="Print why the Sisyphus hashes of A and B differ, as paths and values, or 'identical'.",
+    )
+    parser.add_argument("a", help="job directory, job.save, or pickled ReturnnConfig/ReturnnCommonSerializer")
+    parser.add_argument("b", help="the same kinds as A")
+    args = parser.parse_args(argv)
+
+    from ..hashing.diff import explain
+
+    lines = list(explain(load(args.a), load(args.b)))
+    print("\n".join(lines) if lines else "identical")
+    return 1 if lines else 0
