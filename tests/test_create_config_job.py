@@ -1,0 +1,125 @@
+"""CreateConfigJob in the real Sisyphus manager and worker, and the atomic config writing under it."""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+from i6_core.returnn.config import ReturnnConfig
+from sisyphus.hash import short_hash
+
+from i6_rc_jobs import CreateConfigJob, SerializationError
+from i6_rc_jobs.serialization import config_file
+from i6_rc_jobs.serialization.config_file import config_code, write_config_file
+from tests.support.cases import encoder_decoder, staged
+from tests.support.sisyphus_setup import job_dirs, make_setup, run_manager
+
+BLOCKER = '''
+import os
+import sys
+
+with open(os.path.join(os.path.dirname(__file__), "loaded-in"), "a") as f:
+    f.write(" ".join(sys.argv) + "\\n")
+
+
+class _Block:
+    """The worker of this test must write configs without returnn_common and TensorFlow."""
+
+    def find_spec(self, name, path=None, target=None):
+        if name.split(".")[0] in ("returnn_common", "tensorflow"):
+            raise ImportError(f"{name} is blocked in this worker")
+
+
+sys.meta_path.insert(0, _Block())
+'''
+
+
+def _config(serializer) -> ReturnnConfig:
+    return ReturnnConfig({"num_epochs": 2, "learning_rate": 0.01}, python_prolog=[serializer], black_formatting=False)
+
+
+def test_writes_config_in_a_worker_without_returnn_common_and_tensorflow(tmp_path):
+    blocker = tmp_path / "blocker"
+    blocker.mkdir()
+    (blocker / "sitecustomize.py").write_text(BLOCKER)
+    setup = make_setup(
+        tmp_path / "setup",
+        """
+        from sisyphus import tk
+        from i6_core.returnn.config import ReturnnConfig
+        from i6_rc_jobs import CreateConfigJob
+        from tests.support.cases import encoder_decoder
+
+
+        def main():
+            config = ReturnnConfig(
+                {"num_epochs": 2, "learning_rate": 0.01}, python_prolog=[encoder_decoder()], black_formatting=False
+            )
+            tk.register_output("returnn.config", CreateConfigJob(config).out_config)
+        """,
+    )
+    proc = run_manager(setup, python_path=str(blocker))  # manager and worker: the manager needs neither, too
+    written = setup / "output" / "returnn.config"
+    assert written.exists(), proc.stdout[-3000:] + proc.stderr[-3000:]
+    (job,) = job_dirs(setup, "CreateConfigJob")
+    assert (job / "finished").exists()
+    assert " worker " in (blocker / "loaded-in").read_text()  # the blocker was active in the worker
+    assert written.read_text() == config_code(_config(encoder_decoder()))
+    assert written.read_text().startswith("#!rnn.py\n")
+    assert job.name.endswith(CreateConfigJob(_config(encoder_decoder()))._sis_id().split(".")[-1])
+
+
+def test_job_hash_is_the_config_hash_and_check_at_default_leaves_it_alone():
+    config = _config(encoder_decoder())
+    job = CreateConfigJob(config)
+    assert CreateConfigJob(_config(encoder_decoder())) is job  # same hash -> Sisyphus gives back the same job
+    assert CreateConfigJob(_config(encoder_decoder()), check=False) is job
+    assert CreateConfigJob(_config(encoder_decoder()), check=True) is not job
+    other = _config(encoder_decoder())
+    other.config["learning_rate"] = 0.02
+    assert CreateConfigJob(other) is not job
+    assert short_hash(config) == short_hash(_config(encoder_decoder()))
+
+
+def test_staged_networks_need_no_extra_files(tmp_path):
+    path = tmp_path / "returnn.config"
+    write_config_file(_config(staged()), str(path))
+    assert [p.name for p in tmp_path.iterdir()] == ["returnn.config"]
+    namespace: dict = {}
+    exec(compile(path.read_text(), str(path), "exec"), namespace)
+    assert sorted(namespace["get_network"](7)) == ["ff0", "ff1", "output"]
+
+
+def test_i6_core_staged_network_dict_is_refused_with_a_hint(tmp_path):
+    config = ReturnnConfig({}, staged_network_dict={1: {"a": {"class": "copy"}}})
+    with pytest.raises(SerializationError, match="staged_networks"):
+        write_config_file(config, str(tmp_path / "returnn.config"))
+
+
+def test_a_killed_write_leaves_no_file(tmp_path, monkeypatch):
+    path = tmp_path / "returnn.config"
+
+    def killed(src, dst):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(config_file.os, "replace", killed)
+    with pytest.raises(KeyboardInterrupt):
+        write_config_file(_config(encoder_decoder()), str(path))
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_a_failed_write_keeps_the_previous_file(tmp_path):
+    path = tmp_path / "returnn.config"
+    path.write_text("previous")
+    broken = encoder_decoder()
+    broken.network["bad"] = {"class": "eval", "eval": os.getcwd}
+    with pytest.raises(SerializationError, match=r"network\['bad'\]\['eval'\]"):
+        write_config_file(_config(broken), str(path))
+    assert path.read_text() == "previous" and len(list(tmp_path.iterdir())) == 1
+
+
+def test_code_that_does_not_compile_is_not_written(tmp_path):
+    config = ReturnnConfig({}, python_epilog="def broken(:\n    pass\n")
+    with pytest.raises(SyntaxError):
+        write_config_file(config, str(tmp_path / "returnn.config"))
+    assert list(tmp_path.iterdir()) == []
