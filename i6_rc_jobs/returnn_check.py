@@ -71,6 +71,10 @@ def construct_networks_from_config(
     A static ``network`` (no pretrain, no ``get_network``) is the same for every epoch, so it is constructed once
     and reported under the first of ``epochs``.
 
+    As in any RETURNN run, construction attaches TF tensors of its graph to the Dim objects of the config (e.g. the
+    sizes of dynamic dims), after which they no longer pickle. Configs loaded from a file get fresh dims on every
+    load; dicts built in-process that are also to be serialized should be built afresh for that.
+
     :param config: a loaded RETURNN config (also usable with dicts made in-process, e.g. via ``config.update``)
     :param epochs: the epochs to check (for ``get_network``/pretrain configs)
     :param config_file: for error messages; defaults to the first file the config was loaded from

@@ -1,0 +1,71 @@
+"""python -m i6_rc_jobs hash-diff: on real Sisyphus job directories and on pickled configs and serializers."""
+
+from __future__ import annotations
+
+import pickle
+import subprocess
+import sys
+
+from i6_core.returnn.config import ReturnnConfig
+
+from tests.support.cases import encoder_decoder
+from tests.support.sisyphus_setup import REPO, job_dirs, make_setup, run_manager
+
+
+def hash_diff(a, b) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [sys.executable, "-m", "i6_rc_jobs", "hash-diff", str(a), str(b)], capture_output=True, text=True, cwd=REPO
+    )
+
+
+def test_explains_two_job_directories(tmp_path):
+    setup = make_setup(
+        tmp_path,
+        """
+        from sisyphus import tk
+        from i6_core.returnn.config import ReturnnConfig
+        from i6_rc_jobs import CreateConfigJob
+        from tests.support.cases import encoder_decoder
+
+
+        def main():
+            for name, lr, model in (("a", 0.01, 256), ("b", 0.02, 2048), ("c", 0.01, 256)):
+                serializer = encoder_decoder()
+                serializer.network["enc"]["subnetwork"]["ff"]["out_dim"].size = model
+                config = ReturnnConfig({"learning_rate": lr}, python_prolog=[serializer], black_formatting=False)
+                CreateConfigJob(config).add_alias(name)
+                tk.register_output(name, CreateConfigJob(config).out_config)
+        """,
+    )
+    proc = run_manager(setup)
+    assert (setup / "output" / "b").exists(), proc.stdout[-2000:] + proc.stderr[-2000:]
+    a, b = (setup / "alias" / name for name in "ab")
+    assert len(job_dirs(setup, "CreateConfigJob")) == 2  # "c" is "a": same hash, same job
+    diff = hash_diff(a, b)
+    assert diff.returncode == 1, diff.stderr
+    prefix = "CreateConfigJob.returnn_config."
+    assert diff.stdout.splitlines() == [
+        prefix + "python_prolog_hash[0].network['dec']['unit']['lstm']['out_dim']: "
+        "dim#7 feature 512 = mul(2, <dim#6 feature 256>) -> dim#7 feature 512 = mul(2, <dim#6 feature 2048>)",
+        prefix + "returnn_config['learning_rate']: 0.01 -> 0.02",
+    ]
+    same = hash_diff(a, setup / "alias" / "c")
+    assert (same.returncode, same.stdout) == (0, "identical\n")
+
+
+def test_explains_pickled_configs_and_serializers(tmp_path):
+    a, b = encoder_decoder(), encoder_decoder()
+    b.network["output"]["loss_scale"] = 0.5
+    b.network["enc"]["subnetwork"]["att"]["reduce"] = b.network["enc"]["subnetwork"]["ff"]["out_dim"]
+    for name, obj in (("a.pkl", a), ("b.pkl", b)):
+        (tmp_path / name).write_bytes(pickle.dumps(obj))
+    diff = hash_diff(tmp_path / "a.pkl", tmp_path / "b.pkl")
+    assert diff.stdout.splitlines() == [
+        "network['enc']['subnetwork']['att']['reduce']: dim#8 feature copy of <dim#6> match_priority=1 "
+        "-> dim#6 feature 256",
+        "network['output']['loss_scale']: 1.0 -> 0.5",
+    ]
+    config_a, config_b = (ReturnnConfig({"x": 1}, python_epilog=[s]) for s in (a, a))
+    (tmp_path / "ca.pkl").write_bytes(pickle.dumps(config_a))
+    (tmp_path / "cb.pkl").write_bytes(pickle.dumps(config_b))
+    assert hash_diff(tmp_path / "ca.pkl", tmp_path / "cb.pkl").stdout == "identical\n"
