@@ -7,10 +7,12 @@ from __future__ import annotations
 import json
 import pathlib
 import sys
+from typing import Callable
 
 from i6_core.returnn.config import ReturnnConfig
 from sisyphus.hash import short_hash
 
+from i6_rc_jobs import ReturnnCommonSerializer
 from i6_rc_jobs.hashing.sis_hash import FORMAT_VERSION
 from tests.support.cases import CASES
 
@@ -18,10 +20,20 @@ GOLDEN = pathlib.Path(__file__).resolve().parent.parent / "golden"
 HASHES = GOLDEN / "hashes.json"
 
 
+def rc_cases() -> dict[str, Callable[[], ReturnnCommonSerializer]]:
+    """The real returnn_common models, as serializers (imported lazily: they need returnn_common and TensorFlow)."""
+    from tests import rc_models
+
+    return {
+        f"rc_{name}": lambda build=build: ReturnnCommonSerializer(**dict(zip(("extern_data", "network"), build())))
+        for name, build in rc_models.ALL_BUILDERS.items()
+    }
+
+
 def current_hashes() -> dict:
     """Per case: the serializer's own bytes and the short hash of a ReturnnConfig holding it (what a job sees)."""
     hashes = {}
-    for name, make in sorted(CASES.items()):
+    for name, make in sorted({**CASES, **rc_cases()}.items()):
         serializer = make()
         config = ReturnnConfig({"num_epochs": 2}, python_prolog=[serializer])
         hashes[name] = {"serializer": serializer._sis_hash().decode(), "returnn_config": short_hash(config)}
