@@ -123,3 +123,33 @@ def test_code_that_does_not_compile_is_not_written(tmp_path):
     with pytest.raises(SyntaxError):
         write_config_file(config, str(tmp_path / "returnn.config"))
     assert list(tmp_path.iterdir()) == []
+
+
+def test_check_constructs_every_stage_and_names_the_failing_layer(tmp_path):
+    setup = make_setup(
+        tmp_path,
+        """
+        from sisyphus import tk
+        from i6_core.returnn.config import ReturnnConfig
+        from i6_rc_jobs import CreateConfigJob
+        from tests.support.cases import staged
+
+
+        def main():
+            good, bad = staged(), staged()
+            bad.staged_networks[10]["ff2"]["class"] = "no_such_layer_class"
+            for name, serializer in (("good", good), ("bad", bad)):
+                config = ReturnnConfig({"use_tensorflow": True, "behavior_version": 21}, python_prolog=[serializer])
+                job = CreateConfigJob(config, check=True)
+                job.add_alias(name)
+                tk.register_output(name, job.out_config)
+        """,
+    )
+    run_manager(setup)
+    good, bad = setup / "alias" / "good", setup / "alias" / "bad"
+    assert (good / "finished.check_networks.1").exists()
+    log = (good / "log.check_networks.1").read_text()
+    assert all(f"epoch {epoch}" in log for epoch in (1, 5, 10)), log[-2000:]
+    assert (bad / "finished.run.1").exists() and (bad / "error.check_networks.1").exists()
+    log = (bad / "log.check_networks.1").read_text()
+    assert "epoch 10" in log and "'ff2'" in log and "no_such_layer_class" in log, log[-3000:]

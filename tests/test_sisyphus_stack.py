@@ -134,10 +134,14 @@ def test_run_sh_task12ax_end_to_end(tmp_path):
     assert (setup / "settings.py").is_file() and (setup / "config" / "task12ax.py").is_file()
     out = setup / "output" / "task12ax"
 
-    # The RETURNN config: Python that compiles.
+    # The RETURNN config, written by CreateConfigJob from the serializer, and checked by RETURNN in its job.
     config_text = (out / "returnn.config").read_text()
     assert config_text.startswith("#!rnn.py")
-    compile(config_text, "returnn.config", "exec")
+    namespace: dict = {}
+    exec(compile(config_text, "returnn.config", "exec"), namespace)
+    assert "output" in namespace["network"]
+    assert namespace["extern_data"]["data"]["dims"][2].dimension == 9
+    assert ((out / "returnn.config").resolve().parents[1] / "finished.check_networks.1").exists()
 
     # The final checkpoint: epoch 2, TF index and meta files.
     index = (out / "checkpoint").resolve()
@@ -158,7 +162,7 @@ def test_run_sh_task12ax_end_to_end(tmp_path):
     # A second run: nothing to do, nothing touched in work/, quick.
     work = setup / "work"
     jobs_before, files_before = _job_dirs(work), _snapshot(work)
-    assert len(jobs_before) == 2, jobs_before  # WriteReturnnConfigJob, ReturnnTrainingJob
+    assert len(jobs_before) == 2, jobs_before  # CreateConfigJob, ReturnnTrainingJob
     proc2, second_secs = _run([run_sh, str(setup)], cwd=tmp_path, timeout=300)
     assert proc2.returncode == 0, _tail(proc2)
     assert _job_dirs(work) == jobs_before

@@ -1,16 +1,19 @@
-"""Train a small LSTM on RETURNN's Task12AXDataset for 2 epochs with i6_core's ReturnnTrainingJob.
+"""Train a small returnn_common LSTM on RETURNN's Task12AXDataset for 2 epochs.
 
-Registers the outputs ``task12ax/returnn.config``, ``task12ax/checkpoint`` (index file of the final checkpoint)
-and ``task12ax/learning_rates``.
+The model is built with returnn_common in the manager and wrapped in a ReturnnCommonSerializer, so the
+ReturnnConfig holds plain data. CreateConfigJob writes (and, with check=True, RETURNN-checks) the config file in
+cheap jobs; i6_core's ReturnnTrainingJob trains the same ReturnnConfig. Registered outputs:
+``task12ax/returnn.config``, ``task12ax/checkpoint`` (index file of the final checkpoint), ``task12ax/learning_rates``.
 """
 
 import os
 import sys
 
+from i6_core.returnn.config import ReturnnConfig
+from i6_core.returnn.training import ReturnnTrainingJob
 from sisyphus import tk
 
-from i6_core.returnn.config import ReturnnConfig, WriteReturnnConfigJob
-from i6_core.returnn.training import ReturnnTrainingJob
+from i6_rc_jobs import CreateConfigJob, ReturnnCommonSerializer
 
 NUM_EPOCHS = 2
 
@@ -26,25 +29,48 @@ def repo_root() -> str:
     return root
 
 
+def lstm_model() -> ReturnnCommonSerializer:
+    """A returnn_common LSTM with a softmax over the 2 classes and CE loss, for the 9 features of Task12AX."""
+    from returnn_common import nn
+
+    class Model(nn.Module):
+        def __init__(self, in_dim: nn.Dim, hidden_dim: nn.Dim, classes_dim: nn.Dim):
+            super().__init__()
+            self.lstm = nn.LSTM(in_dim, hidden_dim)
+            self.out = nn.Linear(hidden_dim, classes_dim)
+
+        def __call__(self, x: nn.Tensor, *, spatial_dim: nn.Dim) -> nn.Tensor:
+            x, _ = self.lstm(x, spatial_dim=spatial_dim)
+            return nn.softmax(self.out(x), axis=self.out.out_dim)
+
+    nn.reset_default_root_name_ctx()
+    time_dim = nn.SpatialDim("time")
+    in_dim = nn.FeatureDim("input", 9)
+    classes_dim = nn.FeatureDim("classes", 2)
+    data = nn.get_extern_data(nn.Data("data", dim_tags=[nn.batch_dim, time_dim, in_dim]))
+    classes = nn.get_extern_data(nn.Data("classes", dim_tags=[nn.batch_dim, time_dim], sparse_dim=classes_dim))
+    model = Model(in_dim, nn.FeatureDim("lstm", 32), classes_dim)
+    probs = model(data, spatial_dim=time_dim)
+    probs.mark_as_default_output()
+    nn.cross_entropy(target=classes, estimated=probs, estimated_type="probs", axis=classes_dim).mark_as_loss("ce")
+    return ReturnnCommonSerializer.from_returnn_common(model)
+
+
 def returnn_config() -> ReturnnConfig:
-    # serializer: replace the hand-written net dict
-    network = {
-        "lstm": {"class": "rec", "unit": "nativelstm2", "n_out": 32, "from": "data"},
-        "output": {"class": "softmax", "loss": "ce", "target": "classes", "from": "lstm"},
-    }
+    from returnn_common import nn
+
     config = {
         # A net dict needs the TF net-dict engine; in this RETURNN, backend="tensorflow" means RF code (and torch).
         "use_tensorflow": True,
-        "extern_data": {"data": {"dim": 9}, "classes": {"dim": 2, "sparse": True}},
-        "network": network,
+        "behavior_version": nn.min_returnn_behavior_version,
         "train": {"class": "Task12AXDataset", "num_seqs": 200},
         "dev": {"class": "Task12AXDataset", "num_seqs": 20, "fixed_random_seed": 1},
         "batch_size": 1000,
         "optimizer": {"class": "adam"},
         "learning_rate": 0.01,
     }
-    # No black in the workers' environment.
-    return ReturnnConfig(config, black_formatting=False)
+    # The serializer writes extern_data and network; no black in the workers' environment.
+    return ReturnnConfig(config, python_prolog=[lstm_model()], black_formatting=False)
 
 
 def run():
@@ -54,7 +80,7 @@ def run():
     returnn_python_exe = tk.Path(os.path.join(root, ".venv", "bin", "python"), hash_overwrite="RETURNN_PYTHON_EXE")
 
     config = returnn_config()
-    tk.register_output("task12ax/returnn.config", WriteReturnnConfigJob(config).out_returnn_config_file)
+    tk.register_output("task12ax/returnn.config", CreateConfigJob(config, check=True).out_config)
 
     train_job = ReturnnTrainingJob(
         config,
