@@ -232,14 +232,19 @@ def test_config_key_clashing_with_a_dim_name_is_refused(tmp_path):
     assert not list(tmp_path.iterdir())
 
 
-_CHILD = textwrap.dedent(
+_BLOCK = textwrap.dedent(
     """
     import pickle, sys
+    BLOCKED = {blocked!r}
     class Block:
         def find_spec(self, name, path=None, target=None):
-            if name.split(".")[0] in ("returnn", "returnn_common", "tensorflow"):
-                raise ImportError(f"{name} is blocked in this process")
+            if name.split(".")[0] in BLOCKED:
+                raise ImportError(f"{{name}} is blocked in this process")
     sys.meta_path.insert(0, Block())
+    """
+)
+_CHILD = _BLOCK.format(blocked=("returnn", "returnn_common", "tensorflow")) + textwrap.dedent(
+    """
     config = pickle.load(sys.stdin.buffer)
     from sisyphus.hash import short_hash
     from i6_rc_jobs.serialization.config_file import config_code
@@ -258,6 +263,19 @@ def test_unpickles_and_writes_where_returnn_and_tensorflow_are_missing(name):
         [sys.executable, "-c", _CHILD], input=pickle.dumps(config), capture_output=True, check=True, cwd=REPO
     ).stdout.decode()
     assert out == repr((short_hash(config), serializer._sis_hash(), serializer.get(), config_code(config)))
+
+
+def test_construction_needs_returnn_tensor_only():
+    """PyTorch-backend users have neither returnn_common nor TensorFlow."""
+    script = _BLOCK.format(blocked=("returnn_common", "tensorflow")) + textwrap.dedent(
+        """
+        from tests.support.cases import CASES
+        for make in CASES.values():
+            make().get()
+        assert "returnn.tensor" in sys.modules and "returnn.tf" not in sys.modules
+        """
+    )
+    subprocess.run([sys.executable, "-c", script], check=True, cwd=REPO, capture_output=True)
 
 
 def test_identical_in_any_process_whatever_pythonhashseed():
