@@ -290,3 +290,14 @@ def test_identical_in_any_process_whatever_pythonhashseed():
         for seed in ("0", "1", "12345")
     }
     assert outputs == {"".join(s.get() + repr(s._sis_hash()) for s in (m() for m in CASES.values())).encode()}
+
+
+def test_names_do_not_depend_on_insertion_order():
+    """Dims with one description get suffixes in canonical order, not in the order the dicts were filled."""
+    time_a, time_b = Dim(None, description="time"), Dim(None, description="time")
+    feat = Dim(3, description="f")
+    one = {"a": {"in": time_a, "x": [feat]}, "b": {"in": time_b}}
+    two = {"b": {"in": time_b}, "a": {"x": [feat], "in": time_a}}
+    code = ReturnnCommonSerializer(network=one).get()
+    assert ReturnnCommonSerializer(network=two).get() == code
+    assert '"a": {"in": time_dim' in code and '"b": {"in": time_1_dim}' in code

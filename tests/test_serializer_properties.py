@@ -4,6 +4,7 @@ the same dicts, and the hash sees semantic changes but not cosmetic ones."""
 from __future__ import annotations
 
 import copy
+import os
 import pickle
 
 from hypothesis import HealthCheck, assume, given, settings
@@ -14,7 +15,12 @@ from i6_rc_jobs.serialization.refs import DimRef, MarkedRef
 from tests.support.dim_graphs import build_dims, build_structure, dim_specs, structures
 from tests.support.dims import DimMap, assert_equal_up_to_dims
 
-SETTINGS = settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+#: HYPOTHESIS_MAX_EXAMPLES=5000 for a long hunt; the default keeps the suite fast.
+SETTINGS = settings(
+    max_examples=int(os.environ.get("HYPOTHESIS_MAX_EXAMPLES", 150)),
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow],
+)
 
 
 @st.composite

@@ -63,7 +63,7 @@ class Canonicalizer:
     def __init__(self):
         self.index: dict[int, int] = {}  # id(DimRef) -> index
         self.definitions: list[str] = []  # index -> definition
-        self._alive: list[DimRef] = []
+        self.dims: list[DimRef] = []  # index -> dim
         self._profiles: Optional[dict[int, tuple[str, ...]]] = None
         self._sections: list[tuple[str, Any]] = []
 
@@ -129,7 +129,7 @@ class Canonicalizer:
         definition = self._definition(ref, lambda _dep: next(dep_tokens))  # asks for them in dependencies() order
         self.index[id(ref)] = index
         self.definitions.append(definition)
-        self._alive.append(ref)
+        self.dims.append(ref)
         return DimToken(index, definition)
 
     def _intrinsic(self, ref: DimRef) -> str:

@@ -9,11 +9,13 @@ one description) stay two variables; both are written with ``auto_generated=True
 
 from __future__ import annotations
 
+from typing import Optional
+
 from returnn.tensor import Dim, batch_dim, single_step_dim
 from returnn.tensor.marked_dim import MarkedDim
 
 from .errors import SerializationError, describe
-from .naming import NameAllocator
+from .naming import dim_name_stem
 from .refs import BATCH_DIM, MARKERS, OPS_WITH_INT_LEFT, SINGLE_STEP_DIM, DimRef, MarkedRef, canonical_op
 
 
@@ -25,7 +27,9 @@ class DimCapture:
         self._refs: dict[int, DimRef] = {}
         self._alive: list[Dim] = []  # keeps ids unique while the map lives
         self._marked: dict[tuple[str, int], MarkedRef] = {}
-        self._names = NameAllocator()
+        self._copies: dict[tuple[int, Optional[str], int], DimRef] = {}
+        #: every DimRef made (by id), named by its description stem only; naming.assign_names makes names unique
+        self.created: dict[int, DimRef] = {}
 
     def ref(self, dim: Dim) -> DimRef:
         ref = self._refs.get(id(dim))
@@ -33,6 +37,8 @@ class DimCapture:
             ref = self._make(dim)
             self._refs[id(dim)] = ref
             self._alive.append(dim)
+            if ref.global_name is None:
+                self.created[id(ref)] = ref
         return ref
 
     def marked(self, marked: MarkedDim) -> MarkedRef:
@@ -56,9 +62,12 @@ class DimCapture:
             base_ref = self.ref(base)
             if kind == base_ref.kind and dim.match_priority == base_ref.match_priority:
                 return base_ref
-            return DimRef(
-                self._names.allocate(base_ref.name), kind=kind, copy_of=base_ref, match_priority=dim.match_priority
-            )
+            key = (id(base_ref), kind, dim.match_priority)  # copies alike are equal to each other, too: one variable
+            if key not in self._copies:
+                self._copies[key] = DimRef(
+                    base_ref.name, kind=kind, copy_of=base_ref, match_priority=dim.match_priority
+                )
+            return self._copies[key]
         if dim.vocab is not None:
             raise SerializationError(
                 f"{describe(dim)} carries a vocab, which cannot be written as code: put the vocab into the "
@@ -68,7 +77,7 @@ class DimCapture:
         if op is not None and op.kind != "constant":
             return self._derived(dim, op)
         return DimRef(
-            self._names.allocate(dim.description),
+            dim_name_stem(dim.description),
             kind=kind,
             size=dim.dimension,
             description=dim.description,
@@ -88,7 +97,7 @@ class DimCapture:
         if dim.match_priority:
             raise SerializationError(f"{describe(dim)}: a derived dim with its own match_priority is not supported")
         return DimRef(
-            self._names.allocate(dim.description),
+            dim_name_stem(dim.description),
             kind=dim.kind.name if dim.kind is not None else None,
             size=dim.dimension,
             description=dim.description,

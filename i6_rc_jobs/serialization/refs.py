@@ -137,7 +137,10 @@ MARKERS = ("ImplicitDim", "ImplicitSparseDim", "ImplicitDynSizeDim", "OptionalDi
 class MarkedRef(CodeWrapper):
     """A RETURNN marked dim (e.g. ``ImplicitSparseDim(classes_dim)``): a marker around a DimRef."""
 
-    def __init__(self, marker: str, dim: DimRef):
-        super().__init__(f"{marker}({dim.name})")
+    def __init__(self, marker: str, dim: DimRef):  # no CodeWrapper.__init__: the code follows the dim's name
         self.marker = marker
         self.dim = dim
+
+    @property
+    def code(self) -> str:
+        return f"{self.marker}({self.dim.name})"

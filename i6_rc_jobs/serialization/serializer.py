@@ -7,6 +7,7 @@ from typing import Any, Iterable, Optional
 from sisyphus.delayed_ops import DelayedBase
 
 from .errors import SerializationError
+from .naming import assign_names
 from .prolog import dim_lines
 from .pycode import INDENT, CodeWriter
 
@@ -37,6 +38,9 @@ class ReturnnCommonSerializer(DelayedBase):
         :param network: the net dict
         :param staged_networks: instead of ``network``: start epoch -> net dict; ``get_network(epoch)`` returns the
             stage with the largest start epoch <= epoch (the rule of i6_core's ``staged_network_dict``)
+        :param hash_value: if given, the Sisyphus hash is that of this object (e.g. a name and a version) instead of
+            that of the dicts
+        :param unhashed: parts left out of the hash, e.g. ``["extern_data"]`` when the dataset is hashed already
         """
         from .capture import DimCapture
         from .convert import convert
@@ -62,6 +66,7 @@ class ReturnnCommonSerializer(DelayedBase):
                 epoch: convert(net, capture, f"staged_networks[{epoch}]") for epoch, net in sorted(staged_networks.items())
             }
         )
+        assign_names(list(capture.created.values()), self._canonical_dim_order)
 
     @classmethod
     def from_returnn_common(cls, root_module) -> ReturnnCommonSerializer:
@@ -74,6 +79,14 @@ class ReturnnCommonSerializer(DelayedBase):
             extern_data=rc_config.get_extern_data_raw_dict(),
             network=rc_config.get_net_dict_raw_dict(root_module=root_module),
         )
+
+    def _canonical_dim_order(self) -> list:
+        from ..hashing.canonical import Canonicalizer
+        from ..hashing.sis_hash import sections
+
+        canonicalizer = Canonicalizer()
+        canonicalizer.sections(sections(self))
+        return canonicalizer.dims
 
     def is_set(self) -> bool:
         return True

@@ -29,9 +29,13 @@ class DimMap:
         self.forward: dict[int, Dim] = {}
         self.backward: dict[int, Dim] = {}
         self._alive: list[Dim] = []
+        self._copies: dict[tuple, Dim] = {}
 
     def match(self, orig: Dim, loaded: Dim, path: str) -> None:
         orig = representative(orig)
+        base = orig.get_same_base()
+        if base is not orig:  # copies of one base with one kind and match_priority are one dim, too
+            orig = self._copies.setdefault((id(representative(base)), orig.kind, orig.match_priority), orig)
         known = self.forward.get(id(orig))
         if known is not None:
             assert known is loaded, f"{path}: {orig} was loaded as {known} before, now as {loaded}"
