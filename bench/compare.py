@@ -157,6 +157,9 @@ def print_model(model: models.Model, res: dict[str, Any]) -> None:
         f"({lb['facts']['pickle_bytes'] / 1024:.1f} KB), repr {lb['steps']['repr']['median_ms']:.1f} ms, "
         f"copy.deepcopy {lb['steps']['deepcopy']['median_ms']:.1f} ms"
     )
+    compile_ms = res["ours"]["facts"].get("compile_check_ms")
+    if compile_ms is not None:
+        print(f"{'':32}ours: CreateConfigJob's compile check of the written file, not in the total: {compile_ms:.1f} ms")
     for line in errors:
         print(line)
 

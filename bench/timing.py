@@ -83,7 +83,15 @@ def _summary(samples: list[Rep], steps: tuple[str, ...], errors: list[tuple[str,
 
 
 def _facts(samples: list[Rep]) -> dict[str, Any]:
-    """Facts of the first repetition, and whether every repetition agreed on them (e.g. the same hash)."""
+    """Facts of the first repetition, and whether every repetition agreed on them (e.g. the same hash); timings
+    among them (``*_ms``) are medians over the repetitions and left out of that agreement."""
+
+    def fixed(rep: Rep) -> dict[str, Any]:
+        return {k: v for k, v in rep.facts.items() if not k.endswith("_ms")}
+
     facts = dict(samples[0].facts)
-    facts["stable_across_reps"] = all(r.facts == samples[0].facts for r in samples)
+    for key in facts:
+        if key.endswith("_ms"):
+            facts[key] = statistics.median(r.facts[key] for r in samples)
+    facts["stable_across_reps"] = all(fixed(r) == fixed(samples[0]) for r in samples)
     return facts

@@ -301,3 +301,18 @@ def test_names_do_not_depend_on_insertion_order():
     code = ReturnnCommonSerializer(network=one).get()
     assert ReturnnCommonSerializer(network=two).get() == code
     assert '"a": {"in": time_dim' in code and '"b": {"in": time_1_dim}' in code
+
+
+def test_deep_copy_is_independent_and_keeps_shared_dims():
+    import copy
+
+    serializer = encoder_decoder()
+    copied = copy.deepcopy([serializer, serializer])
+    assert copied[0] is copied[1] and copied[0] is not serializer
+    ff = copied[0].network["enc"]["subnetwork"]["ff"]
+    assert ff["out_dim"] is copied[0].network["split"]["axis"]
+    assert ff["out_dim"] is not serializer.network["enc"]["subnetwork"]["ff"]["out_dim"]
+    ff["activation"] = "tanh"
+    assert serializer.network["enc"]["subnetwork"]["ff"]["activation"] == "relu"
+    assert copy.deepcopy(serializer).get() == serializer.get()
+    assert copy.deepcopy(serializer)._sis_hash() == serializer._sis_hash()

@@ -14,7 +14,7 @@ from sisyphus.hash import sis_hash_helper
 
 from ..serialization.errors import SerializationError
 from ..serialization.refs import DimRef, MarkedRef
-from ..serialization.values import PLAIN_LEAVES, check_leaf, is_namedtuple, key_step, walk_guarded
+from ..serialization.values import check_leaf, is_namedtuple, key_step, walk_guarded
 
 
 class Token:
@@ -54,6 +54,14 @@ class Tagged(tuple):
         return f"{self[0]}{tuple.__repr__(self[1:])}"
 
 
+#: Values the canonical form takes as they are (their repr says their type).
+LEAF_TYPES = frozenset({str, int, float, bool, type(None), bytes})
+
+
+def _first(pair: tuple) -> Any:
+    return pair[0]
+
+
 GLOBAL_TOKENS = {"batch_dim": Token("batch_dim"), "single_step_dim": Token("single_step_dim")}
 
 
@@ -63,7 +71,7 @@ class Canonicalizer:
     def __init__(self):
         self.index: dict[int, int] = {}  # id(DimRef) -> index
         self.definitions: list[str] = []  # index -> definition
-        self.dims: list[DimRef] = []  # index -> dim
+        self._later: list[DimToken] = []  # index -> the token of its later occurrences
         self._profiles: Optional[dict[int, tuple[str, ...]]] = None
         self._sections: list[tuple[str, Any]] = []
 
@@ -77,26 +85,21 @@ class Canonicalizer:
 
     def _value(self, value: Any) -> Any:
         cls = type(value)
-        if cls in PLAIN_LEAVES or cls is float:
+        if cls in LEAF_TYPES:
             return value
         if cls is dict:
             return self._dict(value)
         if cls is list or cls is tuple:
-            out = []
-            for i, item in enumerate(value):
-                try:
-                    out.append(self._value(item))
-                except SerializationError as e:
-                    raise e.at(f"[{i}]")
+            out = self._items(value)
             return out if cls is list else tuple(out)
         if cls is DimRef:
             return self._dim(value)
         if cls is MarkedRef:
             return Tagged((value.marker, self._dim(value.dim)))
         if cls is set or cls is frozenset:
-            return Tagged((cls.__name__, *(self._value(item) for item in self._ordered(value))))
+            return Tagged((cls.__name__, *self._items(self._ordered(value), set_elements=True)))
         if is_namedtuple(value):
-            return Tagged((f"{cls.__module__}.{cls.__qualname__}", *self._value(tuple(value))))
+            return Tagged((f"{cls.__module__}.{cls.__qualname__}", *self._items(value)))
         if isinstance(value, CodeWrapper):
             return Token(f"code {value!r}")
         if isinstance(value, DelayedBase):
@@ -104,17 +107,31 @@ class Canonicalizer:
         check_leaf(value)
         return value
 
+    # The two loops below are the hot path of hashing: leaves are taken as they are, without a call.
+
     def _dict(self, value: dict) -> dict:
         try:
             keys = sorted(value)
         except TypeError:  # dims or mixed types as keys
             keys = self._ordered(value)
         out = {}
+        walk = self._value
         for key in keys:
+            item = value[key]
             try:
-                out[self._value(key)] = self._value(value[key])
+                out[key if type(key) is str else walk(key)] = item if type(item) in LEAF_TYPES else walk(item)
             except SerializationError as e:
                 raise e.at(key_step(key))
+        return out
+
+    def _items(self, value, set_elements: bool = False) -> list:
+        out = []
+        walk = self._value
+        for i, item in enumerate(value):
+            try:
+                out.append(item if type(item) in LEAF_TYPES else walk(item))
+            except SerializationError as e:
+                raise e.at(f"{{{item!r}}}" if set_elements else f"[{i}]")
         return out
 
     def _dim(self, ref: DimRef) -> Token:
@@ -122,14 +139,14 @@ class Canonicalizer:
             return GLOBAL_TOKENS[ref.global_name]
         index = self.index.get(id(ref))
         if index is not None:
-            return DimToken(index, None)
+            return self._later[index]
         # Inputs first, so they get the lower indices; where one occurs first, its token spells out its definition.
         dep_tokens = iter([repr(self._dim(dep)) for dep in ref.dependencies()])
         index = len(self.definitions)
         definition = self._definition(ref, lambda _dep: next(dep_tokens))  # asks for them in dependencies() order
         self.index[id(ref)] = index
         self.definitions.append(definition)
-        self.dims.append(ref)
+        self._later.append(DimToken(index, None))
         return DimToken(index, definition)
 
     def _intrinsic(self, ref: DimRef) -> str:
@@ -162,10 +179,19 @@ class Canonicalizer:
         return f"{kind} {size}{extras}"
 
     def _ordered(self, items) -> list:
-        """Set elements or dict keys in canonical order: by canonical form, numbered dims by index, dims not
-        numbered yet by what they are, and dims alike in that by where else they occur."""
+        """Set elements or dict keys in canonical order: plain values by canonical form, then the globals, numbered
+        dims by index, dims not numbered yet by what they are, and dims alike in that by where else they occur."""
+        index = self.index
+        known = []
+        for item in items:  # fast path: only dims numbered already (most out_shape sets)
+            if type(item) is not DimRef or (item.global_name is None and id(item) not in index):
+                break
+            known.append(((0, item.global_name) if item.global_name is not None else (1, index[id(item)]), item))
+        else:
+            known.sort(key=_first)
+            return [item for _, item in known]
         keyed = [(self._order_key(item), item) for item in items]
-        keyed.sort(key=lambda pair: pair[0])
+        keyed.sort(key=_first)
         for (key_a, a), (key_b, b) in zip(keyed, keyed[1:]):
             if key_a == key_b and a is not b:
                 return [item for _, item in sorted(keyed, key=lambda pair: (pair[0], self._profile(pair[1])))]
@@ -173,12 +199,14 @@ class Canonicalizer:
 
     def _order_key(self, item: Any) -> tuple:
         if type(item) is DimRef:
-            if item.global_name is None and id(item) not in self.index:
-                return (2, self._intrinsic(item))
-            return (1, self._intrinsic(item))
+            if item.global_name is not None:
+                return (0, item.global_name)
+            if id(item) in self.index:
+                return (1, self.index[id(item)])
+            return (2, self._intrinsic(item))
         if type(item) is MarkedRef:
             return (3, item.marker, self._intrinsic(item.dim))
-        return (0, type(item).__name__, repr(_Probe(self).value(item)))
+        return (-1, type(item).__name__, repr(_Probe(self).value(item)))
 
     def _profile(self, item: Any) -> tuple[str, ...]:
         if type(item) is not DimRef:

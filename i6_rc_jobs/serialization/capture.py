@@ -9,13 +9,13 @@ one description) stay two variables; both are written with ``auto_generated=True
 
 from __future__ import annotations
 
-from typing import Optional
+from typing import Any, Optional
 
 from returnn.tensor import Dim, batch_dim, single_step_dim
 from returnn.tensor.marked_dim import MarkedDim
 
 from .errors import SerializationError, describe
-from .naming import dim_name_stem
+from .naming import NameAllocator
 from .refs import BATCH_DIM, MARKERS, OPS_WITH_INT_LEFT, SINGLE_STEP_DIM, DimRef, MarkedRef, canonical_op
 
 
@@ -28,8 +28,8 @@ class DimCapture:
         self._alive: list[Dim] = []  # keeps ids unique while the map lives
         self._marked: dict[tuple[str, int], MarkedRef] = {}
         self._copies: dict[tuple[int, Optional[str], int], DimRef] = {}
-        #: every DimRef made (by id), named by its description stem only; naming.assign_names makes names unique
-        self.created: dict[int, DimRef] = {}
+        self._names = NameAllocator()
+        self._seen: dict[int, int] = {}  # id(DimRef) -> when it was first met
 
     def ref(self, dim: Dim) -> DimRef:
         ref = self._refs.get(id(dim))
@@ -37,9 +37,20 @@ class DimCapture:
             ref = self._make(dim)
             self._refs[id(dim)] = ref
             self._alive.append(dim)
-            if ref.global_name is None:
-                self.created[id(ref)] = ref
+            self._seen.setdefault(id(ref), len(self._seen))
         return ref
+
+    def order_key(self, value: Any) -> tuple:
+        """Orders set elements and non-string dict keys before they are converted, without looking at ids: dims met
+        before by when, then new dims by what they are."""
+        if isinstance(value, Dim):
+            ref = self._refs.get(id(value))
+            seen = self._seen[id(ref)] if ref is not None else len(self._seen)
+            kind = value.kind.name if value.kind is not None else ""
+            return (1, seen, value.description or "", kind, value.dimension or -1, value.match_priority)
+        if isinstance(value, MarkedDim):
+            return (2, type(value).__name__, self.order_key(value.tag))
+        return (0, type(value).__name__, repr(value))
 
     def marked(self, marked: MarkedDim) -> MarkedRef:
         marker = type(marked).__name__
@@ -64,9 +75,8 @@ class DimCapture:
                 return base_ref
             key = (id(base_ref), kind, dim.match_priority)  # copies alike are equal to each other, too: one variable
             if key not in self._copies:
-                self._copies[key] = DimRef(
-                    base_ref.name, kind=kind, copy_of=base_ref, match_priority=dim.match_priority
-                )
+                name = self._names.allocate(base_ref.name)
+                self._copies[key] = DimRef(name, kind=kind, copy_of=base_ref, match_priority=dim.match_priority)
             return self._copies[key]
         if dim.vocab is not None:
             raise SerializationError(
@@ -77,7 +87,7 @@ class DimCapture:
         if op is not None and op.kind != "constant":
             return self._derived(dim, op)
         return DimRef(
-            dim_name_stem(dim.description),
+            self._names.allocate(dim.description),
             kind=kind,
             size=dim.dimension,
             description=dim.description,
@@ -97,7 +107,7 @@ class DimCapture:
         if dim.match_priority:
             raise SerializationError(f"{describe(dim)}: a derived dim with its own match_priority is not supported")
         return DimRef(
-            dim_name_stem(dim.description),
+            self._names.allocate(dim.description),
             kind=dim.kind.name if dim.kind is not None else None,
             size=dim.dimension,
             description=dim.description,

@@ -27,27 +27,49 @@ def serializers_in(returnn_config: ReturnnConfig) -> Iterator[ReturnnCommonSeria
 
 
 def config_code(returnn_config: ReturnnConfig) -> str:
-    """The config file's text, as i6_core writes it, but from a copy: i6_core merges post_config into config while
-    writing, which would change the config's hash in the manager."""
+    """The config file's text, as i6_core writes it, with each serializer rendered once and its dim names checked
+    against the config's keys. Works on a copy: i6_core merges post_config into config while writing and resolves
+    delayed values in place, which would change the config's hash in the manager."""
     if returnn_config.staged_network_dict:
         raise SerializationError(
             "i6_core's staged_network_dict writes extra files next to the config: "
             "use ReturnnCommonSerializer(staged_networks=...), which writes get_network into the config itself"
         ).at("returnn_config.staged_network_dict")
     keys = set(returnn_config.config) | set(returnn_config.post_config)
+    rendered: dict[int, str] = {}
     for serializer in serializers_in(returnn_config):
-        clash = keys & set(serializer.dim_names())
+        code, names = serializer.code_and_dim_names()
+        clash = keys.intersection(names)
         if clash:
             raise SerializationError(
                 f"config keys {sorted(clash)} are also dim names of {serializer!r}: rename the config keys"
             ).at("returnn_config.config")
-    return copy.deepcopy(returnn_config)._serialize()
+        rendered[id(serializer)] = code
+    to_write = copy.copy(returnn_config)
+    to_write.config = copy.deepcopy(returnn_config.config)
+    to_write.post_config = copy.deepcopy(returnn_config.post_config)
+    to_write.python_prolog = _with_code(returnn_config.python_prolog, rendered)
+    to_write.python_epilog = _with_code(returnn_config.python_epilog, rendered)
+    return to_write._serialize()
 
 
-def write_config_file(returnn_config: ReturnnConfig, path: str) -> None:
-    """Compiles the code, then puts the file in place atomically: a killed writer leaves no partial file."""
+def _with_code(item: Any, rendered: dict[int, str]) -> Any:
+    """The prolog or epilog structure with each serializer replaced by its rendered code (i6_core joins strings)."""
+    if isinstance(item, ReturnnCommonSerializer):
+        return rendered[id(item)]
+    if isinstance(item, (list, tuple)):
+        return type(item)(_with_code(x, rendered) for x in item)
+    if isinstance(item, dict):
+        return {k: _with_code(v, rendered) for k, v in item.items()}
+    return item
+
+
+def write_config_file(returnn_config: ReturnnConfig, path: str, *, compile_check: bool = True) -> None:
+    """Puts the file in place atomically (a killed writer leaves no partial file), by default after compiling it,
+    so that a syntax error (e.g. in a python_prolog string) names its line and nothing is written."""
     code = config_code(returnn_config)
-    compile(code, path, "exec")  # a SyntaxError names the line in the file that would have been written
+    if compile_check:
+        compile(code, path, "exec")
     directory = os.path.dirname(os.path.abspath(path))
     fd, tmp = tempfile.mkstemp(dir=directory, prefix=".tmp.", suffix=os.path.basename(path))
     try:

@@ -1,4 +1,7 @@
-"""Copies a user's dict, replacing every RETURNN dim by its DimRef. Inputs are never mutated."""
+"""Copies a user's dict, replacing every RETURNN dim by its DimRef. Inputs are never mutated.
+
+The copy is made in sorted-key order (dicts come out sorted, as they are written), so that dims are met, and named,
+in an order that does not depend on how the dicts were filled."""
 
 from __future__ import annotations
 
@@ -22,10 +25,14 @@ def _convert(value: Any, capture: DimCapture) -> Any:
     if cls is str or cls is int or cls is float or cls is bool or value is None:
         return value
     if isinstance(value, dict):  # dict subclasses (e.g. returnn_common's nn.LayerState) are written as plain dicts
+        if all(type(k) is str for k in value):
+            keys = sorted(value)
+        else:  # not sorted(value): RETURNN's Dim.__gt__ recurses forever against a str
+            keys = sorted(value, key=capture.order_key)
         out = {}
-        for k, v in value.items():
+        for k in keys:
             try:
-                out[_convert(k, capture)] = _convert(v, capture)
+                out[_convert(k, capture)] = _convert(value[k], capture)
             except SerializationError as e:
                 raise e.at(key_step(k))
         return out
@@ -39,7 +46,7 @@ def _convert(value: Any, capture: DimCapture) -> Any:
         return out if cls is list else tuple(out) if cls is tuple else cls(*out)
     if cls is set or cls is frozenset:
         out = set()
-        for v in value:
+        for v in sorted(value, key=capture.order_key):
             try:
                 out.add(_convert(v, capture))
             except SerializationError as e:

@@ -4,7 +4,7 @@ process and whatever PYTHONHASHSEED), black-like layout without running black, a
 from __future__ import annotations
 
 import math
-from typing import Any
+from typing import Any, Callable, Sequence
 
 from i6_core.returnn.config import CodeWrapper
 from sisyphus.delayed_ops import DelayedBase
@@ -15,18 +15,20 @@ from .strings import str_code
 from .values import PLAIN_LEAVES, check_leaf, is_namedtuple, key_step, walk_guarded
 
 INDENT = "    "
-#: A container is written on one line if it fits in this many characters after its indentation.
-INLINE_WIDTH = 100
+#: A container is written on one line if it fits in this many characters after its indentation (black's line
+#: length of i6 setups, less room for the key in front of it).
+INLINE_WIDTH = 110
 
 
 class CodeWriter:
-    """Writes values and remembers what the code needs besides itself: the dims it names (in first-written order,
-    which is deterministic because keys are sorted) and the imports of markers and namedtuple classes."""
+    """Writes values and remembers what the code needs besides itself: the dims it names and the imports of
+    markers and namedtuple classes."""
 
     def __init__(self):
         self.dims: dict[str, DimRef] = {}
         self.markers: set[str] = set()
         self.classes: dict[tuple[str, str], str] = {}  # (module, top-level name) -> local name
+        self._strings: dict[str, str] = {}  # str -> its literal; net dicts repeat their keys thousands of times
 
     def write(self, value: Any, root: str, indent: str = "") -> str:
         """Code for ``value``; errors name ``root`` and the path inside it."""
@@ -44,7 +46,7 @@ class CodeWriter:
     def _value(self, value: Any, indent: str) -> str:
         cls = type(value)
         if cls is str:
-            return str_code(value)
+            return self._codes((value,), indent, _no_step)[0]
         if cls in PLAIN_LEAVES:
             return repr(value)
         if cls is float:
@@ -52,9 +54,9 @@ class CodeWriter:
         if cls is dict:
             return self._dict(value, indent)
         if cls is list:
-            return self._items(value, indent, "[", "]")
+            return _layout(self._codes(value, indent + INDENT, _index_step), indent, "[", "]")
         if cls is tuple:
-            return self._items(value, indent, "(", ",)" if len(value) == 1 else ")")
+            return _layout(self._codes(value, indent + INDENT, _index_step), indent, "(", ",)" if len(value) == 1 else ")")
         if cls is DimRef:
             self.use_dim(value)
             return value.code
@@ -73,36 +75,40 @@ class CodeWriter:
         check_leaf(value)
         return repr(value)
 
+    def _codes(self, items: Sequence[Any], indent: str, step: Callable[[Sequence[Any], int], str]) -> list[str]:
+        """The code of each item. The hot loop of writing: strings (from a cache), ints and dims without a call;
+        ``step(items, i)`` names the path step of an item that fails."""
+        strings, dims, walk = self._strings, self.dims, self._value
+        out = []
+        for i, item in enumerate(items):
+            cls = type(item)
+            if cls is str:
+                code = strings.get(item)
+                if code is None:
+                    code = strings[item] = str_code(item)
+            elif cls is int or cls is bool or item is None:
+                code = repr(item)
+            elif cls is DimRef:
+                code = item.code
+                if dims.get(code) is not item:
+                    self.use_dim(item)
+            else:
+                try:
+                    code = walk(item, indent)
+                except SerializationError as e:
+                    raise e.at(step(items, i))
+            out.append(code)
+        return out
+
     def _dict(self, value: dict, indent: str) -> str:
         inner = indent + INDENT
-        items = []
-        for key in value:
-            key_code = self._value(key, inner)
-            try:
-                items.append((key_code, f"{key_code}: {self._value(value[key], inner)}"))
-            except SerializationError as e:
-                raise e.at(key_step(key))
-        items.sort()
-        return _layout([item for _, item in items], indent, "{", "}")
-
-    def _items(self, value: list | tuple, indent: str, open_: str, close: str) -> str:
-        inner = indent + INDENT
-        codes = []
-        for i, item in enumerate(value):
-            try:
-                codes.append(self._value(item, inner))
-            except SerializationError as e:
-                raise e.at(f"[{i}]")
-        return _layout(codes, indent, open_, close)
+        keys = list(value)
+        key_codes = self._codes(keys, inner, _key_step)
+        value_codes = self._codes(list(value.values()), inner, lambda _values, i: key_step(keys[i]))
+        return _layout([f"{k}: {v}" for k, v in sorted(zip(key_codes, value_codes))], indent, "{", "}")
 
     def _set(self, value: set | frozenset, indent: str) -> str:
-        inner = indent + INDENT
-        codes = []
-        for item in value:
-            try:
-                codes.append(self._value(item, inner))
-            except SerializationError as e:
-                raise e.at(f"{{{describe(item)}}}")
+        codes = self._codes(list(value), indent + INDENT, lambda items, i: f"{{{describe(items[i])}}}")
         code = _layout(sorted(codes), indent, "{", "}") if codes else "set()"
         return code if type(value) is set else f"frozenset({code})"
 
@@ -136,6 +142,18 @@ class CodeWriter:
         for (module, top), local in sorted(self.classes.items()):
             lines.append(f"from {module} import {top}" + (f" as {local}" if local != top else ""))
         return lines
+
+
+def _no_step(_items: Sequence[Any], _i: int) -> str:
+    return ""
+
+
+def _index_step(_items: Sequence[Any], i: int) -> str:
+    return f"[{i}]"
+
+
+def _key_step(keys: Sequence[Any], i: int) -> str:
+    return key_step(keys[i])
 
 
 def _layout(codes: list[str], indent: str, open_: str, close: str) -> str:
