@@ -159,7 +159,9 @@ def print_model(model: models.Model, res: dict[str, Any]) -> None:
     )
     compile_ms = res["ours"]["facts"].get("compile_check_ms")
     if compile_ms is not None:
-        print(f"{'':32}ours: CreateConfigJob's compile check of the written file, not in the total: {compile_ms:.1f} ms")
+        print(
+            f"{'':32}ours: CreateConfigJob's compile check of the written file, not in the total: {compile_ms:.1f} ms"
+        )
     for line in errors:
         print(line)
 

@@ -116,8 +116,7 @@ def test_builders_are_independent(built):
     assert len(network["lstms"]["subnetwork"]) == len(built["lstm_stack"][1]["lstms"]["subnetwork"]) + 1
 
 
-_CONFIG = textwrap.dedent(
-    '''\
+_CONFIG = textwrap.dedent("""\
     #!rnn.py
     from returnn.tensor import Dim, batch_dim
 
@@ -131,11 +130,9 @@ _CONFIG = textwrap.dedent(
         "data": {"dims": (batch_dim, time_dim, in_dim), "feature_dim": in_dim, "dtype": "float32"},
         "classes": {"dims": (batch_dim, time_dim), "sparse_dim": classes_dim, "dtype": "int32"},
     }
-    '''
-)
+    """)
 
-_NETWORK = textwrap.dedent(
-    '''\
+_NETWORK = textwrap.dedent("""\
     network = {
         "hidden": {"class": "linear", "from": "data", "out_dim": hidden_dim, "activation": "relu"},
         "loop": {"class": "rec", "from": "hidden", "axis": time_dim, "unit": {
@@ -144,8 +141,7 @@ _NETWORK = textwrap.dedent(
         }},
         "output": {"class": "softmax", "from": "loop", "out_dim": classes_dim, "target": "classes", "loss": "ce"},
     }
-    '''
-)
+    """)
 
 
 def _write(tmp_path, name: str, code: str) -> str:
@@ -186,8 +182,7 @@ def test_behavior_version_restored(tmp_path):
         BehaviorVersion._handle_new_min_version()
 
 
-_GET_NETWORK = textwrap.dedent(
-    '''\
+_GET_NETWORK = textwrap.dedent("""\
     def get_network(epoch, **_kwargs):
         net = {
             "output": {"class": "softmax", "from": "data", "out_dim": classes_dim, "target": "classes", "loss": "ce"},
@@ -195,8 +190,7 @@ _GET_NETWORK = textwrap.dedent(
         if epoch >= 5:
             net["hidden"] = {"class": "linear", "from": "data", "out_dim": hidden_dim, "loss": "as_is"}
         return net
-    '''
-)
+    """)
 
 
 def test_get_network_per_epoch(tmp_path):

@@ -76,7 +76,9 @@ def test_swapping_two_dims_of_same_size_and_kind_changes_the_hash():
     out_time2 = Dim(None, description="out-time", kind=Dim.Types.Spatial)
     extern = {"a": {"dim_tags": [time, out_time2]}}
     one = _hash(extern, {"x": {"in": time, "out": out_time2}})
-    time_b, out_b = Dim(None, description="time", kind=Dim.Types.Spatial), Dim(None, description="o", kind=Dim.Types.Spatial)
+    time_b, out_b = Dim(None, description="time", kind=Dim.Types.Spatial), Dim(
+        None, description="o", kind=Dim.Types.Spatial
+    )
     swapped = _hash({"a": {"dim_tags": [time_b, out_b]}}, {"x": {"in": out_b, "out": time_b}})
     assert one != swapped
 
@@ -90,8 +92,14 @@ def test_which_positions_share_a_dim_is_part_of_the_hash():
 @pytest.mark.parametrize(
     "make_a, make_b",
     [
-        (lambda: Dim(512, description="m", kind=Dim.Types.Feature), lambda: Dim(256, description="m", kind=Dim.Types.Feature)),
-        (lambda: Dim(512, description="m", kind=Dim.Types.Feature), lambda: Dim(512, description="m", kind=Dim.Types.Spatial)),
+        (
+            lambda: Dim(512, description="m", kind=Dim.Types.Feature),
+            lambda: Dim(256, description="m", kind=Dim.Types.Feature),
+        ),
+        (
+            lambda: Dim(512, description="m", kind=Dim.Types.Feature),
+            lambda: Dim(512, description="m", kind=Dim.Types.Spatial),
+        ),
         (lambda: Dim(None, description="t") + 1, lambda: Dim(None, description="t") + 2),
         (lambda: Dim(None, description="t") + 1, lambda: 1 + Dim(None, description="t")),
         (lambda: Dim(None, description="t") // 2, lambda: Dim(None, description="t").ceildiv_right(2)),
@@ -151,7 +159,10 @@ def test_staged_networks_are_hashed_in_epoch_order_and_by_content():
 
 def test_explicit_hash_and_unhashed_parts():
     assert encoder_decoder(hash_value=("my-model", 3))._sis_hash() == staged(hash_value=("my-model", 3))._sis_hash()
-    assert encoder_decoder(hash_value=("my-model", 3))._sis_hash() != encoder_decoder(hash_value=("my-model", 4))._sis_hash()
+    assert (
+        encoder_decoder(hash_value=("my-model", 3))._sis_hash()
+        != encoder_decoder(hash_value=("my-model", 4))._sis_hash()
+    )
     without = encoder_decoder(unhashed=["extern_data"])
     changed = encoder_decoder(unhashed=["extern_data"])
     changed.extern_data["data"]["available_for_inference"] = False
@@ -183,7 +194,9 @@ def test_cycle_is_reported_with_its_path():
 def test_raw_dim_put_in_after_conversion_is_refused():
     serializer = encoder_decoder()
     serializer.network["enc"]["subnetwork"]["ff"]["out_dim"] = Dim(7, description="raw")
-    with pytest.raises(SerializationError, match=r"^network\['enc'\]\['subnetwork'\]\['ff'\]\['out_dim'\]: .*raw RETURNN Dim"):
+    with pytest.raises(
+        SerializationError, match=r"^network\['enc'\]\['subnetwork'\]\['ff'\]\['out_dim'\]: .*raw RETURNN Dim"
+    ):
         serializer.get()
     with pytest.raises(SerializationError, match="raw RETURNN Dim"):
         serializer._sis_hash()
@@ -232,8 +245,7 @@ def test_config_key_clashing_with_a_dim_name_is_refused(tmp_path):
     assert not list(tmp_path.iterdir())
 
 
-_BLOCK = textwrap.dedent(
-    """
+_BLOCK = textwrap.dedent("""
     import pickle, sys
     BLOCKED = {blocked!r}
     class Block:
@@ -241,18 +253,15 @@ _BLOCK = textwrap.dedent(
             if name.split(".")[0] in BLOCKED:
                 raise ImportError(f"{{name}} is blocked in this process")
     sys.meta_path.insert(0, Block())
-    """
-)
-_CHILD = _BLOCK.format(blocked=("returnn", "returnn_common", "tensorflow")) + textwrap.dedent(
-    """
+    """)
+_CHILD = _BLOCK.format(blocked=("returnn", "returnn_common", "tensorflow")) + textwrap.dedent("""
     config = pickle.load(sys.stdin.buffer)
     from sisyphus.hash import short_hash
     from i6_rc_jobs.serialization.config_file import config_code
     serializer = config.python_prolog[0]
     sys.stdout.write(repr((short_hash(config), serializer._sis_hash(), serializer.get(), config_code(config))))
     assert not [m for m in sys.modules if m.split(".")[0] in ("returnn", "returnn_common", "tensorflow")]
-    """
-)
+    """)
 
 
 @pytest.mark.parametrize("name", sorted(CASES))
@@ -267,14 +276,12 @@ def test_unpickles_and_writes_where_returnn_and_tensorflow_are_missing(name):
 
 def test_construction_needs_returnn_tensor_only():
     """PyTorch-backend users have neither returnn_common nor TensorFlow."""
-    script = _BLOCK.format(blocked=("returnn_common", "tensorflow")) + textwrap.dedent(
-        """
+    script = _BLOCK.format(blocked=("returnn_common", "tensorflow")) + textwrap.dedent("""
         from tests.support.cases import CASES
         for make in CASES.values():
             make().get()
         assert "returnn.tensor" in sys.modules and "returnn.tf" not in sys.modules
-        """
-    )
+        """)
     subprocess.run([sys.executable, "-c", script], check=True, cwd=REPO, capture_output=True)
 
 
@@ -285,7 +292,11 @@ def test_identical_in_any_process_whatever_pythonhashseed():
     )
     outputs = {
         subprocess.run(
-            [sys.executable, "-c", script], capture_output=True, check=True, cwd=REPO, env={**os.environ, "PYTHONHASHSEED": seed}
+            [sys.executable, "-c", script],
+            capture_output=True,
+            check=True,
+            cwd=REPO,
+            env={**os.environ, "PYTHONHASHSEED": seed},
         ).stdout
         for seed in ("0", "1", "12345")
     }

@@ -56,7 +56,9 @@ class CodeWriter:
         if cls is list:
             return _layout(self._codes(value, indent + INDENT, _index_step), indent, "[", "]")
         if cls is tuple:
-            return _layout(self._codes(value, indent + INDENT, _index_step), indent, "(", ",)" if len(value) == 1 else ")")
+            return _layout(
+                self._codes(value, indent + INDENT, _index_step), indent, "(", ",)" if len(value) == 1 else ")"
+            )
         if cls is DimRef:
             self.use_dim(value)
             return value.code

@@ -11,7 +11,6 @@ from .errors import SerializationError
 from .prolog import dim_lines
 from .pycode import INDENT, CodeWriter
 
-
 HASHABLE_PARTS = ("extern_data", "network", "staged_networks")
 
 
@@ -63,7 +62,8 @@ class ReturnnCommonSerializer(DelayedBase):
             None
             if staged_networks is None
             else {
-                epoch: convert(net, capture, f"staged_networks[{epoch}]") for epoch, net in sorted(staged_networks.items())
+                epoch: convert(net, capture, f"staged_networks[{epoch}]")
+                for epoch, net in sorted(staged_networks.items())
             }
         )
 

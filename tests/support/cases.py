@@ -62,7 +62,13 @@ def staged(**kwargs) -> ReturnnCommonSerializer:
         out = {}
         for i in range(layers):
             out[f"ff{i}"] = {"class": "linear", "from": f"ff{i - 1}" if i else "data", "out_dim": hidden}
-        out["output"] = {"class": "softmax", "from": f"ff{layers - 1}", "out_dim": classes, "loss": "ce", "target": "classes"}
+        out["output"] = {
+            "class": "softmax",
+            "from": f"ff{layers - 1}",
+            "out_dim": classes,
+            "loss": "ce",
+            "target": "classes",
+        }
         return out
 
     return ReturnnCommonSerializer(

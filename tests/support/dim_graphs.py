@@ -106,7 +106,9 @@ def leaves(dim_count: int) -> st.SearchStrategy:
 def structures(dim_count: int) -> st.SearchStrategy:
     """Nested dicts, lists, tuples, sets and namedtuples over :func:`leaves`; dims also as dict keys."""
     keys = st.one_of(st.text(max_size=8), st.integers(0, max(dim_count - 1, 0)).map(lambda i: ("DIM", i)))
-    hashable = st.one_of(st.text(max_size=8), st.integers(), st.integers(0, max(dim_count - 1, 0)).map(lambda i: ("DIM", i)))
+    hashable = st.one_of(
+        st.text(max_size=8), st.integers(), st.integers(0, max(dim_count - 1, 0)).map(lambda i: ("DIM", i))
+    )
     return st.recursive(
         leaves(dim_count),
         lambda inner: st.one_of(
