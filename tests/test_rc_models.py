@@ -16,21 +16,14 @@ import pytest
 
 from i6_rc_jobs.returnn_check import NetworkCheckError, construct_networks, construct_networks_from_config, main
 from tests import rc_models
+from tests.support.walk import distinct, leaves
 
 
 def _dims(obj: Any, found: dict[int, Any]) -> dict[int, Any]:
-    """All distinct Dim objects in a nested structure (dict keys too), by identity."""
+    """All distinct Dim objects in a nested structure (dict keys too), by identity, added to ``found``."""
     from returnn.tensor import Dim
 
-    if isinstance(obj, Dim):
-        found.setdefault(id(obj), obj)
-    elif isinstance(obj, dict):
-        for key, value in obj.items():
-            _dims(key, found)
-            _dims(value, found)
-    elif isinstance(obj, (list, tuple, set, frozenset)):
-        for value in obj:
-            _dims(value, found)
+    found.update(distinct(leaves(obj), Dim))
     return found
 
 

@@ -13,6 +13,7 @@ from i6_rc_jobs.returnn_check import construct_networks
 from i6_rc_jobs.serialization.config_file import write_config_file
 from tests import rc_models
 from tests.support.dims import DimMap, assert_equal_up_to_dims
+from tests.support.walk import distinct, leaves
 
 
 def _serializer(extern_data: dict, network: dict) -> ReturnnCommonSerializer:
@@ -44,20 +45,13 @@ def test_written_config_gives_back_the_model_and_returnn_constructs_it(built, na
     assert "output" in layers
 
 
-def _rename_dims(value: Any, seen: set[int]) -> None:
+def _rename_dims(value: Any) -> None:
     """Gives every dim a new description, in place (a cosmetic change)."""
     from returnn.tensor import Dim
 
-    if isinstance(value, Dim) and id(value) not in seen and not value.is_batch_dim() and not value.special:
-        seen.add(id(value))
-        value.name = f"renamed {len(seen)}"
-    elif isinstance(value, dict):
-        for k, v in value.items():
-            _rename_dims(k, seen)
-            _rename_dims(v, seen)
-    elif isinstance(value, (list, tuple, set, frozenset)):
-        for v in value:
-            _rename_dims(v, seen)
+    for i, dim in enumerate(distinct(leaves(value), Dim).values()):
+        if not dim.is_batch_dim() and not dim.special:
+            dim.name = f"renamed {i}"
 
 
 def _reversed_dicts(value: Any) -> Any:
@@ -75,7 +69,7 @@ def test_hash_ignores_descriptions_names_and_dict_order(name):
     reference = _serializer(*build())
     extern_data, network = build()
     assert _serializer(_reversed_dicts(extern_data), _reversed_dicts(network))._sis_hash() == reference._sis_hash()
-    _rename_dims((extern_data, network), set())
+    _rename_dims((extern_data, network))
     renamed = _serializer(extern_data, network)
     assert renamed.dim_names() != reference.dim_names()
     assert renamed._sis_hash() == reference._sis_hash()
