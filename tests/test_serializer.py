@@ -327,3 +327,11 @@ def test_deep_copy_is_independent_and_keeps_shared_dims():
     assert serializer.network["enc"]["subnetwork"]["ff"]["activation"] == "relu"
     assert copy.deepcopy(serializer).get() == serializer.get()
     assert copy.deepcopy(serializer)._sis_hash() == serializer._sis_hash()
+
+
+def test_works_in_python_epilog_too():
+    serializer = staged()
+    config = ReturnnConfig({"num_epochs": 2}, python_epilog=[serializer])
+    loaded = load(config_code(config))
+    assert loaded["num_epochs"] == 2 and sorted(loaded["get_network"](5)) == ["ff0", "ff1", "output"]
+    assert short_hash(config) != short_hash(ReturnnConfig({"num_epochs": 2}, python_epilog=[encoder_decoder()]))
