@@ -238,9 +238,10 @@ def test_config_without_serializer_is_written_as_i6_core_does(tmp_path):
     assert short_hash(config) == before
 
 
-def test_config_key_clashing_with_a_dim_name_is_refused(tmp_path):
-    config = ReturnnConfig({"model_dim": 3}, python_prolog=[encoder_decoder()])
-    with pytest.raises(SerializationError, match=r"model_dim"):
+@pytest.mark.parametrize("key", ["model_dim", "network", "extern_data"])
+def test_config_key_clashing_with_a_name_the_serializer_defines_is_refused(tmp_path, key):
+    config = ReturnnConfig({}, post_config={key: 3}, python_prolog=[encoder_decoder()])
+    with pytest.raises(SerializationError, match=rf"^returnn_config.config: config keys \['{key}'\] are also defined"):
         write_config_file(config, str(tmp_path / "returnn.config"))
     assert not list(tmp_path.iterdir())
 

@@ -27,8 +27,8 @@ def serializers_in(returnn_config: ReturnnConfig) -> Iterator[ReturnnCommonSeria
 
 
 def config_code(returnn_config: ReturnnConfig) -> str:
-    """The config file's text, as i6_core writes it, with each serializer rendered once and its dim names checked
-    against the config's keys. Works on a copy: i6_core merges post_config into config while writing and resolves
+    """The config file's text, as i6_core writes it, with each serializer rendered once and the names it defines
+    checked against the config's keys (a config key would silently override them). Works on a copy: i6_core merges post_config into config while writing and resolves
     delayed values in place, which would change the config's hash in the manager."""
     if returnn_config.staged_network_dict:
         raise SerializationError(
@@ -38,11 +38,11 @@ def config_code(returnn_config: ReturnnConfig) -> str:
     keys = set(returnn_config.config) | set(returnn_config.post_config)
     rendered: dict[int, str] = {}
     for serializer in serializers_in(returnn_config):
-        code, names = serializer.code_and_dim_names()
+        code, names = serializer.code_and_names()
         clash = keys.intersection(names)
         if clash:
             raise SerializationError(
-                f"config keys {sorted(clash)} are also dim names of {serializer!r}: rename the config keys"
+                f"config keys {sorted(clash)} are also defined by {serializer!r}: remove or rename them"
             ).at("returnn_config.config")
         rendered[id(serializer)] = code
     to_write = copy.copy(returnn_config)

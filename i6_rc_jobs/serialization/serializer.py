@@ -106,12 +106,17 @@ class ReturnnCommonSerializer(DelayedBase):
 
     def dim_names(self) -> list[str]:
         """The variable names the written code defines or imports for dims."""
-        return self.code_and_dim_names()[1]
+        writer, _, _ = self._render()
+        return list(writer.dims)
 
-    def code_and_dim_names(self) -> tuple[str, list[str]]:
-        """``get()`` and ``dim_names()`` from one rendering."""
+    def code_and_names(self) -> tuple[str, list[str]]:
+        """``get()`` and every name it defines (dims, ``extern_data``, ``network`` or ``get_network``), from one
+        rendering: what must not clash with the keys of the config around it."""
         writer, dims, parts = self._render()
-        return self._code(writer, dims, parts), list(writer.dims)
+        defined = [name for name in ("extern_data", "network") if getattr(self, name) is not None]
+        if self.staged_networks is not None:
+            defined.append("get_network")
+        return self._code(writer, dims, parts), [*writer.dims, *defined]
 
     def _render(self) -> tuple[CodeWriter, list[str], list[str]]:
         """Writes the dicts, then the lines of the dims they name: (writer, dim lines, dict code parts)."""
