@@ -14,7 +14,7 @@ from sisyphus.hash import sis_hash_helper
 
 from ..serialization.errors import SerializationError
 from ..serialization.refs import DimRef, MarkedRef
-from ..serialization.values import check_leaf, is_namedtuple, key_step, walk_guarded
+from ..serialization.values import LEAF_TYPES, check_leaf, is_namedtuple, key_step, walk_guarded
 
 
 class Token:
@@ -52,10 +52,6 @@ class Tagged(tuple):
 
     def __repr__(self) -> str:
         return f"{self[0]}{tuple.__repr__(self[1:])}"
-
-
-#: Values the canonical form takes as they are (their repr says their type).
-LEAF_TYPES = frozenset({str, int, float, bool, type(None), bytes})
 
 
 def _first(pair: tuple) -> Any:

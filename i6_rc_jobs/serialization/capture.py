@@ -45,9 +45,10 @@ class DimCapture:
         before by when, then new dims by what they are."""
         if isinstance(value, Dim):
             ref = self._refs.get(id(value))
-            seen = self._seen[id(ref)] if ref is not None else len(self._seen)
+            if ref is not None:
+                return (1, self._seen[id(ref)])
             kind = value.kind.name if value.kind is not None else ""
-            return (1, seen, value.description or "", kind, value.dimension or -1, value.match_priority)
+            return (1, len(self._seen), value.description or "", kind, value.dimension or -1, value.match_priority)
         if isinstance(value, MarkedDim):
             return (2, type(value).__name__, self.order_key(value.tag))
         return (0, type(value).__name__, repr(value))

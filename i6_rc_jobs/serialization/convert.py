@@ -12,7 +12,7 @@ from returnn.tensor.marked_dim import MarkedDim
 
 from .capture import DimCapture
 from .errors import SerializationError
-from .values import check_leaf, is_namedtuple, key_step, walk_guarded
+from .values import LEAF_TYPES, check_leaf, is_namedtuple, key_step, walk_guarded
 
 
 def convert(value: Any, capture: DimCapture, root: str) -> Any:
@@ -22,8 +22,10 @@ def convert(value: Any, capture: DimCapture, root: str) -> Any:
 
 def _convert(value: Any, capture: DimCapture) -> Any:
     cls = type(value)
-    if cls is str or cls is int or cls is float or cls is bool or value is None:
+    if cls in LEAF_TYPES:
         return value
+    if cls is Dim:
+        return capture.ref(value)
     if isinstance(value, dict):  # dict subclasses (e.g. returnn_common's nn.LayerState) are written as plain dicts
         if all(type(k) is str for k in value):
             keys = sorted(value)
@@ -31,8 +33,11 @@ def _convert(value: Any, capture: DimCapture) -> Any:
             keys = sorted(value, key=capture.order_key)
         out = {}
         for k in keys:
-            try:
-                out[_convert(k, capture)] = _convert(value[k], capture)
+            v = value[k]
+            try:  # leaves inline: this loop and the next are the hot path of conversion
+                out[k if type(k) is str else _convert(k, capture)] = (
+                    v if type(v) in LEAF_TYPES else _convert(v, capture)
+                )
             except SerializationError as e:
                 raise e.at(key_step(k))
         return out
@@ -40,7 +45,7 @@ def _convert(value: Any, capture: DimCapture) -> Any:
         out = []
         for i, v in enumerate(value):
             try:
-                out.append(_convert(v, capture))
+                out.append(v if type(v) in LEAF_TYPES else _convert(v, capture))
             except SerializationError as e:
                 raise e.at(f"[{i}]")
         return out if cls is list else tuple(out) if cls is tuple else cls(*out)

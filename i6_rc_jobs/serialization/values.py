@@ -11,6 +11,8 @@ from .errors import SerializationError, describe
 
 #: Leaves written with their repr (bool and None included); floats get their own case for inf and nan.
 PLAIN_LEAVES = (str, int, bool, type(None), bytes)
+#: Leaves the walks take as they are, checked inline (``type(x) in LEAF_TYPES``) on their hot paths.
+LEAF_TYPES = frozenset({str, int, float, bool, type(None), bytes})
 
 
 def is_namedtuple(value: Any) -> bool:
