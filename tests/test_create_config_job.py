@@ -153,3 +153,25 @@ def test_check_constructs_every_stage_and_names_the_failing_layer(tmp_path):
     assert (bad / "finished.run.1").exists() and (bad / "error.check_networks.1").exists()
     log = (bad / "log.check_networks.1").read_text()
     assert "epoch 10" in log and "'ff2'" in log and "no_such_layer_class" in log, log[-3000:]
+
+
+def test_paths_inside_the_dicts_are_job_inputs_and_written_as_their_value(tmp_path):
+    from sisyphus import Job, tk
+
+    class MakeCheckpoint(Job):
+        def __init__(self, name: str):
+            self.name = name
+            self.out = self.output_path("model.index")
+
+    checkpoint = MakeCheckpoint("test_paths_inside_the_dicts").out
+    serializer = encoder_decoder()
+    serializer.network["enc"]["load_on_init"] = checkpoint
+    job = CreateConfigJob(_config(serializer))
+    assert any(p.creator is checkpoint.creator for p in job._sis_inputs)
+    other = encoder_decoder()
+    other.network["enc"]["load_on_init"] = MakeCheckpoint("another").out
+    assert CreateConfigJob(_config(other)) is not job
+    path = tmp_path / "returnn.config"
+    write_config_file(_config(serializer), str(path))
+    assert f'"load_on_init": "{checkpoint.get_path()}"' in path.read_text()
+    assert isinstance(checkpoint, tk.Path)

@@ -336,3 +336,24 @@ def test_works_in_python_epilog_too():
     loaded = load(config_code(config))
     assert loaded["num_epochs"] == 2 and sorted(loaded["get_network"](5)) == ["ff0", "ff1", "output"]
     assert short_hash(config) != short_hash(ReturnnConfig({"num_epochs": 2}, python_epilog=[encoder_decoder()]))
+
+
+def test_deep_copy_keeps_sisyphus_paths_and_jobs_as_sisyphus_copies_them():
+    import copy
+
+    from sisyphus import Job, tk
+
+    class MakeCheckpoint(Job):
+        def __init__(self, name: str):
+            self.name = name
+            self.out = self.output_path("model.index")
+
+    job = MakeCheckpoint("test_deep_copy_keeps_sisyphus_paths")
+    state_before = dict(job.__dict__)
+    serializer = encoder_decoder()
+    serializer.network["enc"]["load_on_init"] = job.out
+    copied = copy.deepcopy(serializer)
+    path = copied.network["enc"]["load_on_init"]
+    assert path is not job.out and path.creator is job  # the path is copied, the job is itself
+    assert job.__dict__ == state_before
+    assert copied._sis_hash() == serializer._sis_hash()

@@ -159,11 +159,14 @@ def _key_step(keys: Sequence[Any], i: int) -> str:
 
 
 def _layout(codes: list[str], indent: str, open_: str, close: str) -> str:
-    """One line if it fits and nothing inside spans lines; else one item per line with a trailing comma."""
+    """One line if it fits and nothing inside spans lines; else one item per line with a trailing comma. The length
+    is summed before anything is joined: joining a big container only to find it too long copied it once more per
+    level of nesting."""
     if not codes:
         return open_ + close.lstrip(",")
-    inline = ", ".join(codes)
-    if len(inline) + len(indent) <= INLINE_WIDTH and "\n" not in inline:
-        return f"{open_}{inline}{close}"
+    if sum(map(len, codes)) + 2 * len(codes) + len(indent) <= INLINE_WIDTH:
+        inline = ", ".join(codes)
+        if "\n" not in inline:
+            return f"{open_}{inline}{close}"
     inner = indent + INDENT
     return f"{open_}\n{inner}" + f",\n{inner}".join(codes) + f",\n{indent}{close.lstrip(',')}"

@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
-import pickle
+import copy
 from typing import Any, Iterable, Optional
 
 from sisyphus.delayed_ops import DelayedBase
 
+from .copying import copy_tree
 from .errors import SerializationError
 from .prolog import dim_lines
 from .pycode import INDENT, CodeWriter
@@ -80,10 +81,11 @@ class ReturnnCommonSerializer(DelayedBase):
         )
 
     def __deepcopy__(self, memo: dict) -> ReturnnCommonSerializer:
-        """Sisyphus deep-copies every job's arguments; a pickle round trip copies this plain data (keeping which
-        positions share a dim) about 8x faster than copy.deepcopy."""
-        copied = pickle.loads(pickle.dumps(self, protocol=pickle.HIGHEST_PROTOCOL))
+        """Sisyphus deep-copies every job's arguments: this copies the dicts several times faster than
+        copy.deepcopy, keeping which positions share a dim (see :mod:`.copying`)."""
+        copied = copy.copy(self)
         memo[id(self)] = copied
+        copied.__dict__ = {key: copy_tree(value, memo) for key, value in self.__dict__.items()}
         return copied
 
     def is_set(self) -> bool:
