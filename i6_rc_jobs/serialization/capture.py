@@ -2,7 +2,8 @@
 
 Identity rule: one Dim object is one DimRef. RETURNN also makes equal-but-distinct dims (``same_as`` copies, which
 every Transformer has): such a copy becomes its base's DimRef when it differs from the base in nothing RETURNN acts
-on, and otherwise ``base.copy(kind=..., match_priority=...)``, which RETURNN again treats as equal to the base.
+on, and otherwise ``base.copy(kind=..., match_priority=...)``, which RETURNN again treats as equal to the base;
+copies of one base with one kind and match_priority are one DimRef.
 Descriptions of copies are cosmetic and dropped. Dims that are equal without ``same_as`` (two auto-generated dims of
 one description) stay two variables; both are written with ``auto_generated=True``, so RETURNN still finds them equal.
 """

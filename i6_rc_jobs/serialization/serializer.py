@@ -12,7 +12,8 @@ from .errors import SerializationError
 from .prolog import dim_lines
 from .pycode import INDENT, CodeWriter
 
-HASHABLE_PARTS = ("extern_data", "network", "staged_networks")
+#: The parts a serializer holds, in the order they are written and hashed.
+PARTS = ("extern_data", "network", "staged_networks")
 
 
 class ReturnnCommonSerializer(DelayedBase):
@@ -51,9 +52,9 @@ class ReturnnCommonSerializer(DelayedBase):
             not staged_networks or not all(type(epoch) is int for epoch in staged_networks)
         ):
             raise SerializationError("staged_networks needs int start epochs as keys").at("staged_networks")
-        unknown = set(unhashed) - set(HASHABLE_PARTS)
+        unknown = set(unhashed) - set(PARTS)
         if unknown:
-            raise SerializationError(f"unknown parts {sorted(unknown)}, choose from {HASHABLE_PARTS}").at("unhashed")
+            raise SerializationError(f"unknown parts {sorted(unknown)}, choose from {PARTS}").at("unhashed")
         self.hash_value = hash_value
         self.unhashed = frozenset(unhashed)
         capture = DimCapture()
@@ -150,5 +151,5 @@ class ReturnnCommonSerializer(DelayedBase):
         return "\n".join(lines)
 
     def __repr__(self) -> str:
-        parts = [name for name in ("extern_data", "network", "staged_networks") if getattr(self, name) is not None]
+        parts = [name for name in PARTS if getattr(self, name) is not None]
         return f"<ReturnnCommonSerializer with {', '.join(parts) or 'nothing'}>"
