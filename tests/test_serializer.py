@@ -357,3 +357,21 @@ def test_deep_copy_keeps_sisyphus_paths_and_jobs_as_sisyphus_copies_them():
     assert path is not job.out and path.creator is job  # the path is copied, the job is itself
     assert job.__dict__ == state_before
     assert copied._sis_hash() == serializer._sis_hash()
+
+
+def test_dim_prolog_defines_the_dims_the_dicts_use_now():
+    serializer = encoder_decoder()
+    prolog = serializer.dim_prolog
+    assert prolog.startswith("from returnn.tensor import Dim, batch_dim, single_step_dim\n")
+    assert serializer.get().startswith(prolog.rstrip("\n"))
+    namespace = load(prolog)
+    assert namespace["time_2_dim"].derived_from_op.inputs[0] is namespace["time_dim"]
+    del serializer.network["pool"], serializer.network["enc"]
+    serializer.network["dec"]["unit"]["cum"]["implicit"] = set()
+    prolog = serializer.dim_prolog
+    assert not re.search(r"^time_2_dim = ", prolog, re.M) and re.search(r"^time_dim = ", prolog, re.M)  # extern_data
+
+
+def test_command_line_without_a_known_command_prints_usage():
+    proc = subprocess.run([sys.executable, "-m", "i6_rc_jobs"], capture_output=True, text=True, cwd=REPO)
+    assert proc.returncode == 2 and "usage: python -m i6_rc_jobs {hash-diff}" in proc.stderr
