@@ -375,3 +375,11 @@ def test_dim_prolog_defines_the_dims_the_dicts_use_now():
 def test_command_line_without_a_known_command_prints_usage():
     proc = subprocess.run([sys.executable, "-m", "i6_rc_jobs"], capture_output=True, text=True, cwd=REPO)
     assert proc.returncode == 2 and "usage: python -m i6_rc_jobs {hash-diff}" in proc.stderr
+
+
+def test_dim_ops_without_a_code_form_are_refused_with_the_path():
+    time = Dim(None, description="t")
+    op_class = type((time + 1).derived_from_op)
+    old = Dim(None, description="t//l 2", derived_from_op=op_class("floordiv_left", [time, Dim(2, description="two")]))
+    message = _error(network={"x": {"out_spatial_dims": [old]}})
+    assert message.startswith("network['x']['out_spatial_dims'][0]: Dim{") and "RETURNN cannot re-create" in message

@@ -10,8 +10,6 @@ from i6_core.returnn.config import CodeWrapper
 
 from .strings import str_code
 
-KINDS = ("batch", "spatial", "feature")
-
 #: The derivation ops RETURNN writes into ``Dim.derived_from_op.kind``, by their current names, with the code that
 #: re-creates them from their two operands. ``a - b`` is written by old RETURNN only (new: ``a + (-b)``).
 OP_CODE = {
