@@ -82,12 +82,16 @@ def test_cosmetic_changes_keep_the_hash(config, prefix):
     assert unpickled.get() == renamed.get()
 
 
+def _with_layer(config, data) -> tuple[ReturnnCommonSerializer, bytes, str]:
+    """A serializer, its hash, and one of its network's keys, drawn."""
+    ser = serializer(config)
+    return ser, ser._sis_hash(), data.draw(st.sampled_from(sorted(ser.network, key=repr)))
+
+
 @SETTINGS
 @given(configs(), st.data())
 def test_editing_and_restoring_an_entry_keeps_the_hash(config, data):
-    ser = serializer(config)
-    reference = ser._sis_hash()
-    key = data.draw(st.sampled_from(sorted(ser.network, key=repr)))
+    ser, reference, key = _with_layer(config, data)
     old = ser.network.pop(key)
     ser.network["an entry added"] = 1
     assert ser._sis_hash() != reference
@@ -99,9 +103,7 @@ def test_editing_and_restoring_an_entry_keeps_the_hash(config, data):
 @SETTINGS
 @given(configs(), st.data())
 def test_any_changed_value_changes_the_hash(config, data):
-    ser = serializer(config)
-    reference = ser._sis_hash()
-    key = data.draw(st.sampled_from(sorted(ser.network, key=repr)))
+    ser, reference, key = _with_layer(config, data)
     original = ser.network[key]
     replacement = data.draw(st.one_of(st.integers(), st.text(), st.lists(st.integers(), max_size=2)))
     assume(type(replacement) is not type(original) or replacement != original)
