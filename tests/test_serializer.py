@@ -383,3 +383,14 @@ def test_dim_ops_without_a_code_form_are_refused_with_the_path():
     old = Dim(None, description="t//l 2", derived_from_op=op_class("floordiv_left", [time, Dim(2, description="two")]))
     message = _error(network={"x": {"out_spatial_dims": [old]}})
     assert message.startswith("network['x']['out_spatial_dims'][0]: Dim{") and "RETURNN cannot re-create" in message
+
+
+def test_two_serializers_defining_one_name_are_refused(tmp_path):
+    time = Dim(None, description="time")
+    first = ReturnnCommonSerializer(extern_data={"data": {"dims": [batch_dim, time]}})
+    second = ReturnnCommonSerializer(network={"x": {"out_shape": {batch_dim, time}}})  # another time_dim variable
+    config = ReturnnConfig({}, python_prolog=[first, second])
+    with pytest.raises(SerializationError, match=r"\['time_dim'\] are defined by two serializers"):
+        write_config_file(config, str(tmp_path / "returnn.config"))
+    together = ReturnnConfig({}, python_prolog=[first], python_epilog=[first])  # the same one twice is fine
+    assert config_code(together).count("time_dim = ") == 2

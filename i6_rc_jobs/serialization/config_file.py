@@ -36,14 +36,24 @@ def config_code(returnn_config: ReturnnConfig) -> str:
             "use ReturnnCommonSerializer(staged_networks=...), which writes get_network into the config itself"
         ).at("returnn_config.staged_network_dict")
     keys = set(returnn_config.config) | set(returnn_config.post_config)
+    defined: set[str] = set()  # by the serializers before
     rendered: dict[int, str] = {}
     for serializer in serializers_in(returnn_config):
+        if id(serializer) in rendered:
+            continue
         code, names = serializer.code_and_names()
         clash = keys.intersection(names)
         if clash:
             raise SerializationError(
                 f"config keys {sorted(clash)} are also defined by {serializer!r}: remove or rename them"
             ).at("returnn_config.config")
+        twice = defined.intersection(name for name in names if name not in ("batch_dim", "single_step_dim"))
+        if twice:
+            raise SerializationError(
+                f"{sorted(twice)} are defined by two serializers, the later one would replace the other's: "
+                f"put extern_data and the network(s) into one ReturnnCommonSerializer, so that they share dims"
+            ).at("returnn_config.python_prolog/python_epilog")
+        defined.update(names)
         rendered[id(serializer)] = code
     to_write = copy.copy(returnn_config)
     to_write.config = copy.deepcopy(returnn_config.config)
