@@ -31,8 +31,12 @@ __all__ = ["NetworkCheckError", "construct_networks", "construct_networks_from_c
 class NetworkCheckError(Exception):
     """RETURNN could not load the config or construct one of its networks; says where and why."""
 
-    def __init__(self, message: str, *, config_file: str, epoch: Optional[int], layer_name: Optional[str]):
-        super().__init__(message)
+    def __init__(
+        self, problem: str, *, config_file: str, epoch: Optional[int] = None, layer_name: Optional[str] = None
+    ):
+        where = config_file + (f", epoch {epoch}" if epoch is not None else "")
+        where += f", layer {layer_name!r}" if layer_name else ""
+        super().__init__(f"{where}: {problem}")
         self.config_file = config_file
         self.epoch = epoch
         self.layer_name = layer_name
@@ -51,10 +55,7 @@ def construct_networks(config_file: str, epochs: Sequence[int] = (1,), *, quiet:
             config.load_file(config_file)
     except Exception as exc:
         raise NetworkCheckError(
-            f"{config_file}: RETURNN cannot load the config: {type(exc).__name__}: {exc}",
-            config_file=config_file,
-            epoch=None,
-            layer_name=None,
+            f"RETURNN cannot load the config: {type(exc).__name__}: {exc}", config_file=config_file
         ) from exc
     return construct_networks_from_config(config, epochs, config_file=config_file, quiet=quiet)
 
@@ -94,21 +95,13 @@ def construct_networks_from_config(
     pretrain = pretrain_from_config(config)
     if not get_network and not pretrain:
         if not (config.has("network") and config.is_typed("network")):
-            raise NetworkCheckError(
-                f"{config_file}: the config defines neither `network` nor `get_network`",
-                config_file=config_file,
-                epoch=None,
-                layer_name=None,
-            )
+            raise NetworkCheckError("the config defines neither `network` nor `get_network`", config_file=config_file)
         epochs = epochs[:1]
 
     backend = config.value("backend", None)
     if backend not in (None, "tensorflow", "tensorflow-net-dict"):
         raise NetworkCheckError(
-            f"{config_file}: backend {backend!r}: only TensorFlow net-dict configs can be checked",
-            config_file=config_file,
-            epoch=None,
-            layer_name=None,
+            f"backend {backend!r}: only TensorFlow net-dict configs can be checked", config_file=config_file
         )
     # A backend must be selected (rnn.py does it from the config). It is a process-wide choice, so like
     # returnn.tf.engine.Engine.__init__, only make it when nothing is selected yet.
@@ -128,17 +121,13 @@ def construct_networks_from_config(
                 net_dict = config.typed_value("network")
         except Exception as exc:
             raise NetworkCheckError(
-                f"{config_file}, epoch {epoch}: getting the net dict failed: {type(exc).__name__}: {exc}",
-                config_file=config_file,
-                epoch=epoch,
-                layer_name=None,
+                f"getting the net dict failed: {type(exc).__name__}: {exc}", config_file=config_file, epoch=epoch
             ) from exc
         if not isinstance(net_dict, dict) or not net_dict:
             raise NetworkCheckError(
-                f"{config_file}, epoch {epoch}: the network is not a non-empty dict but {type(net_dict).__name__}",
+                f"the network is not a non-empty dict but {type(net_dict).__name__}",
                 config_file=config_file,
                 epoch=epoch,
-                layer_name=None,
             )
         with _behavior_version(config.int("behavior_version", None)):
             try:
@@ -146,12 +135,9 @@ def construct_networks_from_config(
                     result[epoch] = _construct_network(config, net_dict, epoch=epoch)
             except Exception as exc:
                 layer_name = _failing_layer_name(exc)
-                where = f"layer {layer_name!r}" if layer_name else "no layer identified"
+                unnamed = "" if layer_name else "no layer identified: "
                 raise NetworkCheckError(
-                    f"{config_file}, epoch {epoch}, {where}: {type(exc).__name__}: {exc}",
-                    config_file=config_file,
-                    epoch=epoch,
-                    layer_name=layer_name,
+                    f"{unnamed}{type(exc).__name__}: {exc}", config_file=config_file, epoch=epoch, layer_name=layer_name
                 ) from exc
     return result
 

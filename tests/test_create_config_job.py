@@ -156,7 +156,7 @@ def test_check_constructs_every_stage_and_names_the_failing_layer(tmp_path):
 
 
 def test_paths_inside_the_dicts_are_job_inputs_and_written_as_their_value(tmp_path):
-    from sisyphus import Job, tk
+    from sisyphus import Job
 
     class MakeCheckpoint(Job):
         def __init__(self, name: str):
@@ -174,4 +174,3 @@ def test_paths_inside_the_dicts_are_job_inputs_and_written_as_their_value(tmp_pa
     path = tmp_path / "returnn.config"
     write_config_file(_config(serializer), str(path))
     assert f'"load_on_init": "{checkpoint.get_path()}"' in path.read_text()
-    assert isinstance(checkpoint, tk.Path)

@@ -2,19 +2,12 @@
 
 from __future__ import annotations
 
-import builtins
-import keyword
 import re
 from typing import Optional
 
-#: Names the written config defines or imports itself. Every dim name ends in ``_dim`` (and no RETURNN option does),
-#: so dims cannot shadow config options; these are the rest that must stay free.
-RESERVED = frozenset(
-    {"Dim", "batch_dim", "single_step_dim", "extern_data", "network", "get_network", "config"}
-    | set(keyword.kwlist)
-    | set(keyword.softkwlist)
-    | set(dir(builtins))
-)
+#: Every dim name ends in ``_dim``, which no keyword, builtin or RETURNN option does, and nothing else the written
+#: code defines or imports but these globals (config keys are checked when the config is written).
+RESERVED = frozenset({"batch_dim", "single_step_dim"})
 _MAX_STEM = 60
 
 

@@ -12,7 +12,7 @@ from sisyphus.delayed_ops import DelayedBase
 from .errors import SerializationError, describe
 from .refs import DimRef, MarkedRef
 from .strings import str_code
-from .values import PLAIN_LEAVES, check_leaf, is_namedtuple, key_step, walk_guarded
+from .values import LEAF_TYPES, check_leaf, is_namedtuple, key_step, walk_guarded
 
 INDENT = "    "
 #: A container is written on one line if it fits in this many characters after its indentation (black's line
@@ -46,11 +46,11 @@ class CodeWriter:
     def _value(self, value: Any, indent: str) -> str:
         cls = type(value)
         if cls is str:
-            return self._codes((value,), indent, _no_step)[0]
-        if cls in PLAIN_LEAVES:
-            return repr(value)
+            return self._str(value)
         if cls is float:
             return repr(value) if math.isfinite(value) else f'float("{value!r}")'
+        if cls in LEAF_TYPES:
+            return repr(value)
         if cls is dict:
             return self._dict(value, indent)
         if cls is list:
@@ -77,6 +77,12 @@ class CodeWriter:
         check_leaf(value)
         return repr(value)
 
+    def _str(self, value: str) -> str:
+        code = self._strings.get(value)
+        if code is None:
+            code = self._strings[value] = str_code(value)
+        return code
+
     def _codes(self, items: Sequence[Any], indent: str, step: Callable[[Sequence[Any], int], str]) -> list[str]:
         """The code of each item. The hot loop of writing: strings (from a cache), ints and dims without a call;
         ``step(items, i)`` names the path step of an item that fails."""
@@ -85,9 +91,7 @@ class CodeWriter:
         for i, item in enumerate(items):
             cls = type(item)
             if cls is str:
-                code = strings.get(item)
-                if code is None:
-                    code = strings[item] = str_code(item)
+                code = strings.get(item) or self._str(item)
             elif cls is int or cls is bool or item is None:
                 code = repr(item)
             elif cls is DimRef:
@@ -144,10 +148,6 @@ class CodeWriter:
         for (module, top), local in sorted(self.classes.items()):
             lines.append(f"from {module} import {top}" + (f" as {local}" if local != top else ""))
         return lines
-
-
-def _no_step(_items: Sequence[Any], _i: int) -> str:
-    return ""
 
 
 def _index_step(_items: Sequence[Any], i: int) -> str:

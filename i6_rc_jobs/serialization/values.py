@@ -9,8 +9,6 @@ from sisyphus.delayed_ops import DelayedBase
 
 from .errors import SerializationError, describe
 
-#: Leaves written with their repr (bool and None included); floats get their own case for inf and nan.
-PLAIN_LEAVES = (str, int, bool, type(None), bytes)
 #: Leaves the walks take as they are, checked inline (``type(x) in LEAF_TYPES``) on their hot paths.
 LEAF_TYPES = frozenset({str, int, float, bool, type(None), bytes})
 
@@ -27,7 +25,7 @@ def key_step(key: Any) -> str:
 def check_leaf(value: Any) -> None:
     """Accepts what the walks write as leaves: plain values, i6_core CodeWrapper (dims among them) and Sisyphus
     delayed values (tk.Path, tk.Variable; written as their value). Anything else gets a clear error."""
-    if isinstance(value, (float, complex, CodeWrapper, DelayedBase) + PLAIN_LEAVES):
+    if isinstance(value, (*LEAF_TYPES, complex, CodeWrapper, DelayedBase)):
         return
     if callable(value):
         hint = "functions, lambdas and classes cannot sit in the dict: define them in python_prolog and refer to them"
