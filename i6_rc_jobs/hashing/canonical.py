@@ -20,13 +20,14 @@ from ..serialization.values import LEAF_TYPES, check_leaf, is_namedtuple, key_st
 class Token:
     """A typed leaf of the canonical form; its repr can never equal that of a plain value (it starts with ``<``)."""
 
-    __slots__ = ("text",)
+    __slots__ = ("text", "code")
 
     def __init__(self, text: str):
         self.text = text
+        self.code = f"<{text}>"  # made once: the canonical form's repr is the hashed text, with ~10k dims in it
 
     def __repr__(self) -> str:
-        return f"<{self.text}>"
+        return self.code
 
     def __eq__(self, other: object) -> bool:
         return type(other) is type(self) and other.text == self.text
@@ -46,12 +47,36 @@ class DimToken(Token):
 
 
 class Tagged(tuple):
-    """A container that is not a list, tuple or dict (a set, a namedtuple), with its kind in front."""
+    """A container that is not a list, tuple or dict (a namedtuple, a marked dim), with its kind in front."""
 
     __slots__ = ()
 
     def __repr__(self) -> str:
-        return f"{self[0]}{tuple.__repr__(self[1:])}"
+        return _tagged_code(self[0], [repr(item) for item in self[1:]])
+
+
+class SetForm:
+    """A set or frozenset: its elements' canonical forms in canonical order, spelled out once as the text a Tagged
+    would have (hash-diff compares sets as a whole)."""
+
+    __slots__ = ("code",)
+
+    def __init__(self, kind: str, codes: list[str]):
+        self.code = _tagged_code(kind, codes)
+
+    def __repr__(self) -> str:
+        return self.code
+
+    def __eq__(self, other: object) -> bool:
+        return type(other) is SetForm and other.code == self.code
+
+    def __hash__(self) -> int:
+        return hash(self.code)
+
+
+def _tagged_code(kind: str, codes: list[str]) -> str:
+    """``kind`` and the items as a tuple would show them: ``set()``, ``set(<dim#3>,)``, ``set(<dim#1>, <dim#3>)``."""
+    return f"{kind}({', '.join(codes)}{',' if len(codes) == 1 else ''})"
 
 
 def _first(pair: tuple) -> Any:
@@ -59,6 +84,8 @@ def _first(pair: tuple) -> Any:
 
 
 GLOBAL_TOKENS = {"batch_dim": Token("batch_dim"), "single_step_dim": Token("single_step_dim")}
+#: Where the globals go among set elements: first, by name (numbered dims follow by index).
+GLOBAL_ORDER = {"batch_dim": -2, "single_step_dim": -1}
 
 
 class Canonicalizer:
@@ -81,19 +108,22 @@ class Canonicalizer:
 
     def _value(self, value: Any) -> Any:
         cls = type(value)
-        if cls in LEAF_TYPES:
-            return value
         if cls is dict:
             return self._dict(value)
+        if cls is DimRef:
+            return self._dim(value)
+        if cls is set or cls is frozenset:
+            codes = self._numbered(value)  # most out_shape sets
+            if codes is None:
+                codes = [repr(item) for item in self._items(self._ordered(value), set_elements=True)]
+            return SetForm(cls.__name__, codes)
         if cls is list or cls is tuple:
             out = self._items(value)
             return out if cls is list else tuple(out)
-        if cls is DimRef:
-            return self._dim(value)
+        if cls in LEAF_TYPES:
+            return value
         if cls is MarkedRef:
             return Tagged((value.marker, self._dim(value.dim)))
-        if cls is set or cls is frozenset:
-            return Tagged((cls.__name__, *self._items(self._ordered(value), set_elements=True)))
         if is_namedtuple(value):
             return Tagged((f"{cls.__module__}.{cls.__qualname__}", *self._items(value)))
         if isinstance(value, CodeWrapper):
@@ -103,17 +133,33 @@ class Canonicalizer:
         check_leaf(value)
         return value
 
+    def _numbered(self, items) -> Optional[list[str]]:
+        """The codes of set elements in canonical order if all are globals or numbered dims, else None."""
+        index, later = self.index, self._later
+        keyed = []
+        for item in items:
+            if type(item) is not DimRef:
+                return None
+            if item.global_name is not None:
+                keyed.append((GLOBAL_ORDER[item.global_name], GLOBAL_TOKENS[item.global_name].code))
+                continue
+            i = index.get(id(item))
+            if i is None:
+                return None
+            keyed.append((i, later[i].code))
+        keyed.sort(key=_first)
+        return [code for _, code in keyed]
+
     # The two loops below are the hot path of hashing: leaves are taken as they are, without a call.
 
     def _dict(self, value: dict) -> dict:
         try:
-            keys = sorted(value)
+            pairs = sorted(value.items())  # str keys are distinct: values are never compared
         except TypeError:  # dims or mixed types as keys
-            keys = self._ordered(value)
+            pairs = [(key, value[key]) for key in self._ordered(value)]
         out = {}
         walk = self._value
-        for key in keys:
-            item = value[key]
+        for key, item in pairs:
             try:
                 out[key if type(key) is str else walk(key)] = item if type(item) in LEAF_TYPES else walk(item)
             except SerializationError as e:
@@ -177,15 +223,6 @@ class Canonicalizer:
     def _ordered(self, items) -> list:
         """Set elements or dict keys in canonical order: plain values by canonical form, then the globals, numbered
         dims by index, dims not numbered yet by what they are, and dims alike in that by where else they occur."""
-        index = self.index
-        known = []
-        for item in items:  # fast path: only dims numbered already (most out_shape sets)
-            if type(item) is not DimRef or (item.global_name is None and id(item) not in index):
-                break
-            known.append(((0, item.global_name) if item.global_name is not None else (1, index[id(item)]), item))
-        else:
-            known.sort(key=_first)
-            return [item for _, item in known]
         keyed = [(self._order_key(item), item) for item in items]
         keyed.sort(key=_first)
         for (key_a, a), (key_b, b) in zip(keyed, keyed[1:]):

@@ -89,7 +89,7 @@ def _diff_forms(a: Any, b: Any, canon_a: Canonicalizer, canon_b: Canonicalizer, 
     elif type(a) in (list, tuple) and len(a) == len(b):
         for i, (x, y) in enumerate(zip(a, b)):
             yield from _diff_forms(x, y, canon_a, canon_b, f"{path}[{i}]")
-    elif type(a) is Tagged and len(a) == len(b) and a[0] == b[0] and not a[0] in ("set", "frozenset"):
+    elif type(a) is Tagged and len(a) == len(b) and a[0] == b[0]:
         for i, (x, y) in enumerate(zip(a[1:], b[1:])):
             yield from _diff_forms(x, y, canon_a, canon_b, f"{path}[{i}]")
     elif type(a) is DimToken:

@@ -10,7 +10,7 @@ one description) stay two variables; both are written with ``auto_generated=True
 
 from __future__ import annotations
 
-from typing import Any, Optional
+from typing import Any, Iterable, Optional
 
 from returnn.tensor import Dim, batch_dim, single_step_dim
 from returnn.tensor.marked_dim import MarkedDim
@@ -40,6 +40,18 @@ class DimCapture:
             self._alive.append(dim)
             self._seen.setdefault(id(ref), len(self._seen))
         return ref
+
+    def known(self, dims: Iterable[Any]) -> Optional[list[DimRef]]:
+        """The DimRefs of ``dims`` if all are dims converted before, else None. (Their order does not matter then;
+        ``_alive`` keeps the ids of converted dims from being taken by other objects.)"""
+        refs = self._refs
+        out = []
+        for dim in dims:
+            ref = refs.get(id(dim))
+            if ref is None:
+                return None
+            out.append(ref)
+        return out
 
     def order_key(self, value: Any) -> tuple:
         """Orders set elements and non-string dict keys before they are converted, without looking at ids: dims met

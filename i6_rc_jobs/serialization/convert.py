@@ -28,12 +28,11 @@ def _convert(value: Any, capture: DimCapture) -> Any:
         return capture.ref(value)
     if isinstance(value, dict):  # dict subclasses (e.g. returnn_common's nn.LayerState) are written as plain dicts
         if all(type(k) is str for k in value):
-            keys = sorted(value)
+            pairs = sorted(value.items())  # str keys are distinct: values are never compared
         else:  # not sorted(value): RETURNN's Dim.__gt__ recurses forever against a str
-            keys = sorted(value, key=capture.order_key)
+            pairs = [(k, value[k]) for k in sorted(value, key=capture.order_key)]
         out = {}
-        for k in keys:
-            v = value[k]
+        for k, v in pairs:
             try:  # leaves inline: this loop and the next are the hot path of conversion
                 out[k if type(k) is str else _convert(k, capture)] = (
                     v if type(v) in LEAF_TYPES else _convert(v, capture)
@@ -50,13 +49,15 @@ def _convert(value: Any, capture: DimCapture) -> Any:
                 raise e.at(f"[{i}]")
         return out if cls is list else tuple(out) if cls is tuple else cls(*out)
     if cls is set or cls is frozenset:
-        out = set()
-        for v in sorted(value, key=capture.order_key):
-            try:
-                out.add(_convert(v, capture))
-            except SerializationError as e:
-                raise e.at(f"{{{v!r}}}")
-        return out if cls is set else frozenset(out)
+        refs = capture.known(value)  # most out_shape sets
+        if refs is None:
+            refs = []
+            for v in sorted(value, key=capture.order_key):  # new dims are named in this order
+                try:
+                    refs.append(_convert(v, capture))
+                except SerializationError as e:
+                    raise e.at(f"{{{v!r}}}")
+        return cls(refs)
     if isinstance(value, Dim):
         return capture.ref(value)
     if isinstance(value, MarkedDim):

@@ -4,7 +4,7 @@ process and whatever PYTHONHASHSEED), black-like layout without running black, a
 from __future__ import annotations
 
 import math
-from typing import Any, Callable, Sequence
+from typing import Any, Callable, Iterable
 
 from i6_core.returnn.config import CodeWrapper
 from sisyphus.delayed_ops import DelayedBase
@@ -54,10 +54,13 @@ class CodeWriter:
         if cls is dict:
             return self._dict(value, indent)
         if cls is list:
-            return _layout(self._codes(value, indent + INDENT, _index_step), indent, "[", "]")
+            return _layout(self._codes(enumerate(value), indent + INDENT, False, _index_step), indent, "[", "]")
         if cls is tuple:
             return _layout(
-                self._codes(value, indent + INDENT, _index_step), indent, "(", ",)" if len(value) == 1 else ")"
+                self._codes(enumerate(value), indent + INDENT, False, _index_step),
+                indent,
+                "(",
+                ",)" if len(value) == 1 else ")",
             )
         if cls is DimRef:
             self.use_dim(value)
@@ -83,38 +86,43 @@ class CodeWriter:
             code = self._strings[value] = str_code(value)
         return code
 
-    def _codes(self, items: Sequence[Any], indent: str, step: Callable[[Sequence[Any], int], str]) -> list[str]:
-        """The code of each item. The hot loop of writing: strings (from a cache), ints and dims without a call;
-        ``step(items, i)`` names the path step of an item that fails."""
+    def _codes(
+        self, pairs: Iterable[tuple[Any, Any]], indent: str, keyed: bool, step: Callable[[Any], str]
+    ) -> list[str]:
+        """The code of each item of ``pairs``: a dict's items as ``key: value`` if ``keyed``, else (index, item) pairs
+        as the item alone. The hot loop of writing: strings (from a cache), ints and dims without a call; ``step(key)``
+        names the path step of an item that fails."""
         strings, dims, walk = self._strings, self.dims, self._value
         out = []
-        for i, item in enumerate(items):
-            cls = type(item)
-            if cls is str:
-                code = strings.get(item) or self._str(item)
-            elif cls is int or cls is bool or item is None:
-                code = repr(item)
-            elif cls is DimRef:
-                code = item.code
-                if dims.get(code) is not item:
-                    self.use_dim(item)
-            else:
-                try:
+        for key, item in pairs:
+            try:
+                if keyed:
+                    key_code = (strings.get(key) or self._str(key)) if type(key) is str else walk(key, indent)
+                cls = type(item)
+                if cls is str:
+                    code = strings.get(item) or self._str(item)
+                elif cls is int or cls is bool or item is None:
+                    code = repr(item)
+                elif cls is DimRef:
+                    code = item.code
+                    if dims.get(code) is not item:
+                        self.use_dim(item)
+                else:
                     code = walk(item, indent)
-                except SerializationError as e:
-                    raise e.at(step(items, i))
-            out.append(code)
+            except SerializationError as e:
+                raise e.at(step(key))
+            out.append(f"{key_code}: {code}" if keyed else code)
         return out
 
     def _dict(self, value: dict, indent: str) -> str:
-        inner = indent + INDENT
-        keys = list(value)
-        key_codes = self._codes(keys, inner, _key_step)
-        value_codes = self._codes(list(value.values()), inner, lambda _values, i: key_step(keys[i]))
-        return _layout([f"{k}: {v}" for k, v in sorted(zip(key_codes, value_codes))], indent, "{", "}")
+        """Items sorted by their code, which for str keys is by key (a string literal is never the start of another)."""
+        lines = self._codes(value.items(), indent + INDENT, True, key_step)
+        lines.sort()
+        return _layout(lines, indent, "{", "}")
 
     def _set(self, value: set | frozenset, indent: str) -> str:
-        codes = self._codes(list(value), indent + INDENT, lambda items, i: f"{{{describe(items[i])}}}")
+        items = list(value)
+        codes = self._codes(enumerate(items), indent + INDENT, False, lambda i: f"{{{describe(items[i])}}}")
         code = _layout(sorted(codes), indent, "{", "}") if codes else "set()"
         return code if type(value) is set else f"frozenset({code})"
 
@@ -150,12 +158,8 @@ class CodeWriter:
         return lines
 
 
-def _index_step(_items: Sequence[Any], i: int) -> str:
+def _index_step(i: int) -> str:
     return f"[{i}]"
-
-
-def _key_step(keys: Sequence[Any], i: int) -> str:
-    return key_step(keys[i])
 
 
 def _layout(codes: list[str], indent: str, open_: str, close: str) -> str:
