@@ -16,21 +16,9 @@ if TYPE_CHECKING:
 FORMAT_VERSION = 1
 
 
-def sections(serializer: ReturnnCommonSerializer) -> list[tuple[str, Any]]:
-    """The parts, in canonical order: extern_data, then the network or the stages by epoch."""
-    parts = []
-    if serializer.extern_data is not None:
-        parts.append(("extern_data", serializer.extern_data))
-    if serializer.network is not None:
-        parts.append(("network", serializer.network))
-    for epoch, net in sorted((serializer.staged_networks or {}).items()):
-        parts.append((f"staged_networks[{epoch}]", net))
-    return parts
-
-
 def hashed_sections(serializer: ReturnnCommonSerializer) -> list[tuple[str, Any]]:
     """The parts that count for the hash."""
-    return [(name, value) for name, value in sections(serializer) if name.partition("[")[0] not in serializer.unhashed]
+    return [(name, value) for name, value in serializer.sections() if name.partition("[")[0] not in serializer.unhashed]
 
 
 def canonical_form(serializer: ReturnnCommonSerializer) -> tuple[Canonicalizer, dict[str, Any]]:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import copy
-from typing import Any, Iterable, Optional
+from typing import Any, Callable, Iterable, Optional
 
 from sisyphus.delayed_ops import DelayedBase
 
@@ -11,9 +11,22 @@ from .copying import copy_tree
 from .errors import SerializationError
 from .prolog import dim_lines
 from .pycode import INDENT, CodeWriter
+from .values import sisyphus_values
 
 #: The parts a serializer holds, in the order they are written and hashed.
 PARTS = ("extern_data", "network", "staged_networks")
+
+
+def _part(name: str) -> property:
+    """An attribute for one part; reading or setting it opens the serializer (see the class)."""
+
+    def get(self: ReturnnCommonSerializer) -> Any:
+        return self._opened()[name]
+
+    def set_(self: ReturnnCommonSerializer, value: Any) -> None:
+        self._opened()[name] = value
+
+    return property(get, set_, doc=f"The {name} dict (DimRefs in place of dims), or None.")
 
 
 class ReturnnCommonSerializer(DelayedBase):
@@ -23,6 +36,12 @@ class ReturnnCommonSerializer(DelayedBase):
     On construction every RETURNN ``Dim`` is replaced, in copies, by a :class:`DimRef`; afterwards this is plain
     data: it pickles and writes without RETURNN, returnn_common or TensorFlow, and ``.extern_data``, ``.network``
     and ``.staged_networks`` are ordinary dicts you may still edit (with DimRefs taken from them).
+
+    Until one of them is read (the serializer is *closed*), nobody but the serializer holds its dicts, so they
+    cannot change: the hash and the Sisyphus values in them are computed once, and copies (Sisyphus deep-copies
+    every job's arguments) share the dicts. Reading one *opens* the serializer for good: a copy sharing the dicts
+    first takes its own, and everything is computed afresh each time, since the reader may edit the dicts any
+    time. (A deep copy of an open serializer is closed again.)
     """
 
     def __init__(
@@ -58,16 +77,25 @@ class ReturnnCommonSerializer(DelayedBase):
         self.hash_value = hash_value
         self.unhashed = frozenset(unhashed)
         capture = DimCapture()
-        self.extern_data = None if extern_data is None else convert(extern_data, capture, "extern_data")
-        self.network = None if network is None else convert(network, capture, "network")
-        self.staged_networks = (
-            None
-            if staged_networks is None
-            else {
-                epoch: convert(net, capture, f"staged_networks[{epoch}]")
-                for epoch, net in sorted(staged_networks.items())
-            }
-        )
+        self._data: dict[str, Any] = {
+            "extern_data": None if extern_data is None else convert(extern_data, capture, "extern_data"),
+            "network": None if network is None else convert(network, capture, "network"),
+            "staged_networks": (
+                None
+                if staged_networks is None
+                else {
+                    epoch: convert(net, capture, f"staged_networks[{epoch}]")
+                    for epoch, net in sorted(staged_networks.items())
+                }
+            ),
+        }
+        self._reset_sharing()
+
+    def _reset_sharing(self) -> None:
+        """Closed, the dicts its own, nothing computed yet."""
+        self._open = False
+        self._shared = False  # True: another closed serializer may hold the same dicts
+        self._computed: dict[tuple, Any] = {}  # valid while closed; shared with the serializers sharing the dicts
 
     @classmethod
     def from_returnn_common(cls, root_module) -> ReturnnCommonSerializer:
@@ -81,13 +109,67 @@ class ReturnnCommonSerializer(DelayedBase):
             network=rc_config.get_net_dict_raw_dict(root_module=root_module),
         )
 
+    extern_data = _part("extern_data")
+    network = _part("network")
+    staged_networks = _part("staged_networks")
+
+    def _opened(self) -> dict[str, Any]:
+        """The dicts, for a caller who may keep and edit them: the serializer is open from now on."""
+        if not self._open:
+            if self._shared:
+                self._data = copy_tree(self._data, {})
+            self._open, self._shared, self._computed = True, False, {}
+        return self._data
+
+    def _once(self, key: tuple, compute: Callable[[], Any]) -> Any:
+        """``compute()``, remembered under ``key`` while the serializer is closed."""
+        if self._open:
+            return compute()
+        if key not in self._computed:
+            self._computed[key] = compute()
+        return self._computed[key]
+
+    def __copy__(self) -> ReturnnCommonSerializer:
+        twin = object.__new__(type(self))
+        twin.__dict__.update(self.__dict__)
+        if not self._open:
+            self._shared = twin._shared = True
+        return twin
+
     def __deepcopy__(self, memo: dict) -> ReturnnCommonSerializer:
-        """Sisyphus deep-copies every job's arguments: this copies the dicts several times faster than
-        copy.deepcopy, keeping which positions share a dim (see :mod:`.copying`)."""
-        copied = copy.copy(self)
-        memo[id(self)] = copied
-        copied.__dict__ = {key: copy_tree(value, memo) for key, value in self.__dict__.items()}
-        return copied
+        """Sisyphus deep-copies every job's arguments: a closed serializer's copy shares its dicts and what was
+        computed from them (O(1), no memory); an open one's dicts are copied (see :mod:`.copying`), and the copy is
+        closed."""
+        if self._open:
+            twin = object.__new__(type(self))
+            memo[id(self)] = twin
+            twin._data = copy_tree(self._data, memo)
+            twin._reset_sharing()
+        else:
+            twin = copy.copy(self)
+            memo[id(self)] = twin
+        twin.hash_value = copy.deepcopy(self.hash_value, memo)
+        twin.unhashed = copy.deepcopy(self.unhashed, memo)
+        return twin
+
+    def __getstate__(self) -> dict[str, Any]:
+        return {"data": self._data, "hash_value": self.hash_value, "unhashed": self.unhashed}
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self._data, self.hash_value, self.unhashed = state["data"], state["hash_value"], state["unhashed"]
+        self._reset_sharing()
+
+    def sections(self) -> list[tuple[str, Any]]:
+        """The dicts, in the order they are hashed: extern_data, then the network or the stages by epoch. For
+        reading only (the serializer stays closed): edit through the attributes."""
+        data = self._data
+        out = [(name, data[name]) for name in ("extern_data", "network") if data[name] is not None]
+        out.extend((f"staged_networks[{epoch}]", net) for epoch, net in sorted((data["staged_networks"] or {}).items()))
+        return out
+
+    def stage_epochs(self) -> list[int]:
+        """The epochs at which a network stage starts; ``[1]`` for a single network."""
+        return sorted(self._data["staged_networks"] or [1])
 
     def is_set(self) -> bool:
         return True
@@ -95,7 +177,16 @@ class ReturnnCommonSerializer(DelayedBase):
     def _sis_hash(self) -> bytes:
         from ..hashing.sis_hash import serializer_sis_hash
 
-        return serializer_sis_hash(self)
+        if self.hash_value is not None:
+            return serializer_sis_hash(self)
+        return self._once(("sis_hash", frozenset(self.unhashed)), lambda: serializer_sis_hash(self))
+
+    def __sis_state__(self) -> dict[str, Any]:
+        """What Sisyphus looks into to find a job's inputs (``tools.extract_paths``, twice for every new job): the
+        Sisyphus values (paths, variables, delayed ops) in the dicts, instead of the whole dicts. (The hash is
+        ``_sis_hash``.)"""
+        values = self._once(("sisyphus_values",), lambda: sisyphus_values(self.sections()))
+        return {"sisyphus_values": values, "hash_value": self.hash_value}
 
     def get(self) -> str:
         """The complete code: imports, the dim prolog, ``extern_data = ...``, then ``network`` or ``get_network``."""
@@ -116,8 +207,8 @@ class ReturnnCommonSerializer(DelayedBase):
         """``get()`` and every name it defines (dims, ``extern_data``, ``network`` or ``get_network``), from one
         rendering: what must not clash with the keys of the config around it."""
         writer, dims, parts = self._render()
-        defined = [name for name in ("extern_data", "network") if getattr(self, name) is not None]
-        if self.staged_networks is not None:
+        defined = [name for name in ("extern_data", "network") if self._data[name] is not None]
+        if self._data["staged_networks"] is not None:
             defined.append("get_network")
         return self._code(writer, dims, parts), [*writer.dims, *defined]
 
@@ -125,11 +216,10 @@ class ReturnnCommonSerializer(DelayedBase):
         """Writes the dicts, then the lines of the dims they name: (writer, dim lines, dict code parts)."""
         writer = CodeWriter()
         parts = []
-        if self.extern_data is not None:
-            parts.append(f"extern_data = {writer.write(self.extern_data, 'extern_data')}")
-        if self.network is not None:
-            parts.append(f"network = {writer.write(self.network, 'network')}")
-        if self.staged_networks is not None:
+        for name in ("extern_data", "network"):
+            if self._data[name] is not None:
+                parts.append(f"{name} = {writer.write(self._data[name], name)}")
+        if self._data["staged_networks"] is not None:
             parts.append(self._get_network_code(writer))
         return writer, dim_lines(writer, list(writer.dims.values())), parts
 
@@ -143,13 +233,13 @@ class ReturnnCommonSerializer(DelayedBase):
             "def get_network(epoch, **kwargs):",
             f'{INDENT}"""The stage with the largest start epoch <= epoch."""',
         ]
-        for epoch, net in sorted(self.staged_networks.items(), reverse=True):
+        for epoch, net in sorted(self._data["staged_networks"].items(), reverse=True):
             lines.append(f"{INDENT}if epoch >= {epoch}:")
             lines.append(f"{indent}return {writer.write(net, f'staged_networks[{epoch}]', indent)}")
-        starts = sorted(self.staged_networks)
+        starts = self.stage_epochs()
         lines.append(f'{INDENT}raise ValueError(f"no network stage starts at or before epoch {{epoch}}: {starts}")')
         return "\n".join(lines)
 
     def __repr__(self) -> str:
-        parts = [name for name in PARTS if getattr(self, name) is not None]
+        parts = [name for name in PARTS if self._data[name] is not None]
         return f"<ReturnnCommonSerializer with {', '.join(parts) or 'nothing'}>"

@@ -39,6 +39,30 @@ def check_leaf(value: Any) -> None:
     raise SerializationError(f"{describe(value)} cannot be written as Python code")
 
 
+def sisyphus_values(value: Any) -> list[DelayedBase]:
+    """The Sisyphus values (paths, variables, delayed ops) in ``value``, in the order a depth-first walk meets them:
+    the inputs of a job that writes it. Each container is looked into once (edited dicts may contain themselves)."""
+    found = []
+    seen: set[int] = set()
+    stack = [value]
+    while stack:
+        item = stack.pop()
+        cls = type(item)
+        if cls in LEAF_TYPES:
+            continue
+        if cls is dict or isinstance(item, (list, tuple, set, frozenset)):
+            if id(item) not in seen:
+                seen.add(id(item))
+                if cls is dict:
+                    stack.extend(item)  # keys
+                    stack.extend(item.values())
+                else:
+                    stack.extend(item)
+        elif isinstance(item, DelayedBase):
+            found.append(item)
+    return found
+
+
 def walk_guarded(walk: Callable[..., Any], value: Any, root: str, *args: Any) -> Any:
     """Runs a recursive walk over ``value``, turning errors into ones that name ``root``, and a recursion overflow
     into an error that names where the dict contains itself (cycles are searched only when one overflows).

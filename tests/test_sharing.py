@@ -1,0 +1,122 @@
+"""Closed and open serializers: copies of a closed one share its dicts and its hash, an edit is seen by the edited
+serializer only, and what was computed once is never stale. With real Sisyphus jobs and random sequences of
+copies, pickles and edits (hypothesis)."""
+
+from __future__ import annotations
+
+import copy
+import os
+import pickle
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from i6_core.returnn.config import ReturnnConfig
+from sisyphus import Job
+from sisyphus.hash import sis_hash_helper
+
+from i6_rc_jobs import CreateConfigJob
+from i6_rc_jobs.hashing.sis_hash import serializer_sis_hash
+from i6_rc_jobs.serialization.config_file import config_code
+from tests.support.cases import encoder_decoder
+
+SETTINGS = settings(
+    max_examples=int(os.environ.get("HYPOTHESIS_MAX_EXAMPLES", 60)),
+    derandomize="HYPOTHESIS_MAX_EXAMPLES" not in os.environ,
+    deadline=None,
+)
+
+#: (operation, which serializer or kept dict, a value)
+OPERATIONS = st.lists(
+    st.tuples(
+        st.sampled_from(["deepcopy", "copy", "pickle", "hash", "edit", "keep", "edit kept", "unhashed"]),
+        st.integers(0, 7),
+        st.integers(1, 4),
+    ),
+    max_size=20,
+)
+
+
+def _config(serializer) -> ReturnnConfig:
+    return ReturnnConfig({"learning_rate": 0.01}, python_prolog=[serializer], black_formatting=False)
+
+
+@SETTINGS
+@given(OPERATIONS)
+def test_copies_pickles_and_edits_never_see_each_other_and_what_is_remembered_is_never_stale(operations):
+    pool = [encoder_decoder()]
+    expected = [pool[0].get()]  # the code each serializer must write
+    kept: list[tuple[int, dict]] = []  # dicts handed out, with the serializer they belong to
+    for operation, pick, value in operations:
+        i = pick % len(pool)
+        s = pool[i]
+        if operation in ("deepcopy", "pickle"):
+            pool.append(copy.deepcopy(s) if operation == "deepcopy" else pickle.loads(pickle.dumps(s)))
+            expected.append(expected[i])
+        elif operation == "copy":  # a shallow copy of an open serializer shares its (open) dicts: only hashes
+            assert sis_hash_helper(copy.copy(s)) == serializer_sis_hash(s)
+        elif operation == "hash":
+            sis_hash_helper(s)
+        elif operation == "edit":
+            s.network["enc"]["subnetwork"]["ff"]["dropout"] = value / 10
+            expected[i] = s.get()
+        elif operation == "keep":
+            kept.append((i, s.network))
+        elif operation == "edit kept" and kept:
+            owner, network = kept[pick % len(kept)]
+            network["output"]["loss_scale"] = float(value)
+            expected[owner] = pool[owner].get()
+        elif operation == "unhashed":
+            s.unhashed = frozenset(["extern_data"] if value % 2 else [])
+        for j, other in enumerate(pool):
+            assert other.get() == expected[j], f"serializer {j} after {operation} on {i}"
+            assert sis_hash_helper(other) == serializer_sis_hash(other), f"stale hash of {j} after {operation} on {i}"
+
+
+def test_jobs_share_a_closed_serializers_dicts_and_keep_them_when_it_is_edited_later():
+    serializer = encoder_decoder()
+    jobs = [CreateConfigJob(_config(serializer), check=check) for check in (False, True)]
+    copies = [job.returnn_config.python_prolog[0] for job in jobs]
+    assert all(c is not serializer for c in copies)
+    assert all(c.sections()[1][1] is serializer.sections()[1][1] for c in copies), "a job copied the dicts"
+    written = config_code(jobs[0].returnn_config)
+
+    serializer.network["output"]["loss_scale"] = 0.5  # after the jobs were made
+    assert config_code(jobs[0].returnn_config) == written == config_code(jobs[1].returnn_config)
+    assert "0.5" in config_code(_config(serializer))
+    assert CreateConfigJob(_config(serializer)).job_id() != jobs[0].job_id()
+
+
+def test_an_edit_through_a_dict_taken_before_the_job_was_made_does_not_reach_the_job():
+    serializer = encoder_decoder()
+    network = serializer.network
+    job = CreateConfigJob(_config(serializer))
+    written, job_hash = config_code(job.returnn_config), sis_hash_helper(job.returnn_config)
+    network["output"]["loss_scale"] = 0.5
+    assert config_code(job.returnn_config) == written
+    assert sis_hash_helper(job.returnn_config) == job_hash != sis_hash_helper(_config(serializer))
+
+
+def test_paths_in_a_closed_serializer_are_job_inputs():
+    class MakeCheckpoint(Job):
+        def __init__(self, name: str):
+            self.name = name
+            self.out = self.output_path("model.index")
+
+    checkpoint = MakeCheckpoint("test_paths_in_a_closed_serializer").out
+    serializer = encoder_decoder()
+    network = copy.deepcopy(serializer.network)
+    network["enc"]["load_on_init"] = checkpoint
+    closed = type(serializer)(extern_data=serializer.extern_data, network=network)
+    jobs = [CreateConfigJob(_config(closed)) for _ in range(2)] + [CreateConfigJob(_config(closed), check=True)]
+    for job in jobs:
+        assert [p.creator for p in job._sis_inputs] == [checkpoint.creator]
+    assert CreateConfigJob(_config(encoder_decoder()))._sis_inputs == set()
+
+
+def test_changing_unhashed_after_hashing_changes_the_hash():
+    serializer = encoder_decoder()
+    before = sis_hash_helper(serializer)
+    serializer.unhashed = frozenset(["extern_data"])
+    assert sis_hash_helper(serializer) != before
+    serializer.unhashed = frozenset()
+    assert sis_hash_helper(serializer) == before
