@@ -195,7 +195,7 @@ def print_jobs(results: list[dict[str, Any]]) -> None:
     for r in results:
         print(
             f"{r['jobs']} CreateConfigJobs ({r['model']}, serializer {r['serializer']}): {r['total_s']:.2f} s, "
-            f"{r['ms_per_job']:.1f} ms/job; distinct ids {r['distinct_job_ids']}, all created: {r['all_created']}; "
+            f"{r['ms_per_job']:.2f} ms/job; distinct ids {r['distinct_job_ids']}, all created: {r['all_created']}; "
             f"peak RSS {r['peak_rss_mb_before']} -> {r['peak_rss_mb_after']} MB"
         )
 
@@ -247,8 +247,8 @@ def run_benchmark(args: argparse.Namespace) -> dict[str, Any]:
     if args.jobs:
         print()
         job_model = built.get(JOBS_MODEL) or models.build(JOBS_MODEL)
-        for shared in (True, False):
-            job_results.append(jobs.create_jobs(job_model, args.jobs, shared))
+        for variant in jobs.VARIANTS:
+            job_results.append(jobs.create_jobs(job_model, args.jobs, variant))
             print_jobs(job_results[-1:])
     seconds = time.perf_counter() - start
     print(f"\nwall time {seconds:.0f} s")

@@ -22,10 +22,15 @@ def _peak_rss_mb() -> float:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 
 
-def create_jobs(model: Model, count: int, shared: bool) -> dict[str, Any]:
-    """``count`` CreateConfigJobs with learning rates 1e-4 * (1 + i); ``shared``: one serializer built before the
-    loop and put into every config (what a config file does with one model); else a new serializer per job, timed
-    with the job."""
+#: How the jobs get their serializer: one for all (what a config file does with one model), the same after an edit
+#: through its attributes (which opens it: see ReturnnCommonSerializer), closed again after the edit, or a new one
+#: per job.
+VARIANTS = ("shared", "shared, opened by an edit", "shared, edited and closed", "new per job")
+
+
+def create_jobs(model: Model, count: int, variant: str) -> dict[str, Any]:
+    """``count`` CreateConfigJobs with learning rates 1e-4 * (1 + i); the serializers (see VARIANTS) are built and
+    edited inside the timed region."""
     from i6_core.returnn.config import ReturnnConfig
     from sisyphus import job as sis_job
 
@@ -35,10 +40,14 @@ def create_jobs(model: Model, count: int, shared: bool) -> dict[str, Any]:
     gc.collect()
     rss_before = _peak_rss_mb()
     start = time.perf_counter()
-    serializer = ReturnnCommonSerializer(extern_data=model.extern_data, network=model.network) if shared else None
+    serializer = ReturnnCommonSerializer(extern_data=model.extern_data, network=model.network)
+    if variant.startswith("shared, "):
+        serializer.network["output"]["loss_scale"] = 1.0
+        if variant.endswith("closed"):
+            serializer.close()
     ids = []
     for i in range(count):
-        if not shared:
+        if variant == "new per job" and i > 0:
             serializer = ReturnnCommonSerializer(extern_data=model.extern_data, network=model.network)
         config = dict(copy.deepcopy(HYPER), learning_rate=1e-4 * (1 + i))
         returnn_config = ReturnnConfig(config, python_prolog=[serializer], black_formatting=False)
@@ -49,7 +58,7 @@ def create_jobs(model: Model, count: int, shared: bool) -> dict[str, Any]:
     result = {
         "model": model.name,
         "jobs": count,
-        "serializer": "shared" if shared else "new per job",
+        "serializer": variant,
         "total_s": seconds,
         "ms_per_job": seconds * 1e3 / count,
         "distinct_job_ids": len(set(ids)),

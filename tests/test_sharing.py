@@ -8,10 +8,12 @@ import copy
 import os
 import pickle
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from i6_core.returnn.config import ReturnnConfig
 from sisyphus import Job
+from sisyphus.job import created_jobs
 from sisyphus.hash import sis_hash_helper
 
 from i6_rc_jobs import CreateConfigJob
@@ -28,12 +30,18 @@ SETTINGS = settings(
 #: (operation, which serializer or kept dict, a value)
 OPERATIONS = st.lists(
     st.tuples(
-        st.sampled_from(["deepcopy", "copy", "pickle", "hash", "edit", "keep", "edit kept", "unhashed"]),
+        st.sampled_from(["deepcopy", "copy", "pickle", "hash", "edit", "keep", "edit kept", "close", "unhashed"]),
         st.integers(0, 7),
         st.integers(1, 4),
     ),
     max_size=20,
 )
+
+
+@pytest.fixture(autouse=True)
+def _fresh_job_cache():
+    """Sisyphus returns a job made before from its cache when the hash is the same: each test makes its own."""
+    created_jobs.clear()
 
 
 def _config(serializer) -> ReturnnConfig:
@@ -45,13 +53,15 @@ def _config(serializer) -> ReturnnConfig:
 def test_copies_pickles_and_edits_never_see_each_other_and_what_is_remembered_is_never_stale(operations):
     pool = [encoder_decoder()]
     expected = [pool[0].get()]  # the code each serializer must write
-    kept: list[tuple[int, dict]] = []  # dicts handed out, with the serializer they belong to
+    closings = [0]  # how often each was closed: a dict read before a closing is no longer its own
+    kept: list[tuple[int, int, dict]] = []  # dicts handed out: (serializer, its closings then, the dict)
     for operation, pick, value in operations:
         i = pick % len(pool)
         s = pool[i]
         if operation in ("deepcopy", "pickle"):
             pool.append(copy.deepcopy(s) if operation == "deepcopy" else pickle.loads(pickle.dumps(s)))
             expected.append(expected[i])
+            closings.append(0)
         elif operation == "copy":  # a shallow copy of an open serializer shares its (open) dicts: only hashes
             assert sis_hash_helper(copy.copy(s)) == serializer_sis_hash(s)
         elif operation == "hash":
@@ -60,11 +70,15 @@ def test_copies_pickles_and_edits_never_see_each_other_and_what_is_remembered_is
             s.network["enc"]["subnetwork"]["ff"]["dropout"] = value / 10
             expected[i] = s.get()
         elif operation == "keep":
-            kept.append((i, s.network))
+            kept.append((i, closings[i], s.network))
         elif operation == "edit kept" and kept:
-            owner, network = kept[pick % len(kept)]
+            owner, closed_before, network = kept[pick % len(kept)]
             network["output"]["loss_scale"] = float(value)
-            expected[owner] = pool[owner].get()
+            if closings[owner] == closed_before:
+                expected[owner] = pool[owner].get()
+        elif operation == "close":
+            s.close()
+            closings[i] += 1
         elif operation == "unhashed":
             s.unhashed = frozenset(["extern_data"] if value % 2 else [])
         for j, other in enumerate(pool):
@@ -120,3 +134,18 @@ def test_changing_unhashed_after_hashing_changes_the_hash():
     assert sis_hash_helper(serializer) != before
     serializer.unhashed = frozenset()
     assert sis_hash_helper(serializer) == before
+
+
+def test_closing_after_an_edit_lets_jobs_share_again_and_detaches_the_dicts_read_before():
+    serializer = encoder_decoder()
+    network = serializer.network
+    network["output"]["loss_scale"] = 0.5
+    serializer.close()
+    jobs = [CreateConfigJob(_config(serializer), check=check) for check in (False, True)]
+    assert all(job.returnn_config.python_prolog[0].sections()[1][1] is serializer.sections()[1][1] for job in jobs)
+    written, hashed = serializer.get(), sis_hash_helper(serializer)
+    assert "0.5" in written
+    network["output"]["loss_scale"] = 0.25  # read before the closing: no longer the serializer's
+    assert serializer.get() == written and sis_hash_helper(serializer) == hashed == serializer_sis_hash(serializer)
+    serializer.network["output"]["loss_scale"] = 0.25  # reading again opens it again
+    assert sis_hash_helper(serializer) != hashed

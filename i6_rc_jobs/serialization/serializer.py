@@ -41,7 +41,7 @@ class ReturnnCommonSerializer(DelayedBase):
     cannot change: the hash and the Sisyphus values in them are computed once, and copies (Sisyphus deep-copies
     every job's arguments) share the dicts. Reading one *opens* the serializer for good: a copy sharing the dicts
     first takes its own, and everything is computed afresh each time, since the reader may edit the dicts any
-    time. (A deep copy of an open serializer is closed again.)
+    time, until :meth:`close`. (A deep copy of an open serializer is closed.)
     """
 
     def __init__(
@@ -120,6 +120,14 @@ class ReturnnCommonSerializer(DelayedBase):
                 self._data = copy_tree(self._data, {})
             self._open, self._shared, self._computed = True, False, {}
         return self._data
+
+    def close(self) -> None:
+        """Done editing: the serializer takes a copy of its dicts as its own and is closed again, so that the jobs
+        made from it from now on share them and the hash. Dicts read from it before are no longer its own (read
+        them again to edit more, which opens it again)."""
+        if self._open:
+            self._data = copy_tree(self._data, {})
+            self._reset_sharing()
 
     def _once(self, key: tuple, compute: Callable[[], Any]) -> Any:
         """``compute()``, remembered under ``key`` while the serializer is closed."""
