@@ -3,6 +3,7 @@ errors that name the path, staged networks, ReturnnConfig integration, and behav
 
 from __future__ import annotations
 
+import collections
 import json
 import os
 import pickle
@@ -22,6 +23,7 @@ from i6_rc_jobs.serialization.config_file import config_code, write_config_file
 from tests.support import golden
 from tests.support.cases import CASES, encoder_decoder, staged
 from tests.support.dims import DimMap, assert_equal_up_to_dims
+from tests.support.records import Pair
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -238,7 +240,7 @@ def test_config_without_serializer_is_written_as_i6_core_does(tmp_path):
     assert short_hash(config) == before
 
 
-@pytest.mark.parametrize("key", ["model_dim", "network", "extern_data"])
+@pytest.mark.parametrize("key", ["model_dim", "network", "extern_data", "Pair", "ImplicitSparseDim", "batch_dim"])
 def test_config_key_clashing_with_a_name_the_serializer_defines_is_refused(tmp_path, key):
     config = ReturnnConfig({}, post_config={key: 3}, python_prolog=[encoder_decoder()])
     with pytest.raises(SerializationError, match=rf"^returnn_config.config: config keys \['{key}'\] are also defined"):
@@ -394,3 +396,18 @@ def test_two_serializers_defining_one_name_are_refused(tmp_path):
         write_config_file(config, str(tmp_path / "returnn.config"))
     together = ReturnnConfig({}, python_prolog=[first], python_epilog=[first])  # the same one twice is fine
     assert config_code(together).count("time_dim = ") == 2
+
+
+#: Another class of the same name as tests.support.records.Pair.
+OtherPair = collections.namedtuple("Pair", ["first", "second"])
+
+
+def test_two_serializers_importing_one_name_for_two_things_are_refused(tmp_path):
+    first = ReturnnCommonSerializer(extern_data={"x": {"pair": Pair(1, "a")}})
+    also_records_pair = ReturnnCommonSerializer(network={"y": {"pair": Pair(2, "b")}})
+    config = ReturnnConfig({}, python_prolog=[first], python_epilog=[also_records_pair])
+    assert config_code(config).count("from tests.support.records import Pair") == 2  # one class: fine
+    other = ReturnnCommonSerializer(network={"y": {"pair": OtherPair(2, "b")}})
+    config = ReturnnConfig({}, python_prolog=[first], python_epilog=[other])
+    with pytest.raises(SerializationError, match=r"\['Pair'\] are defined by two serializers"):
+        write_config_file(config, str(tmp_path / "returnn.config"))

@@ -5,7 +5,7 @@ from __future__ import annotations
 import copy
 import os
 import tempfile
-from typing import Any, Iterator
+from typing import Any, Iterator, Optional
 
 from i6_core.returnn.config import ReturnnConfig
 
@@ -36,7 +36,7 @@ def config_code(returnn_config: ReturnnConfig) -> str:
             "use ReturnnCommonSerializer(staged_networks=...), which writes get_network into the config itself"
         ).at("returnn_config.staged_network_dict")
     keys = set(returnn_config.config) | set(returnn_config.post_config)
-    defined: set[str] = set()  # by the serializers before
+    bound: dict[str, Optional[str]] = {}  # by the serializers before: name -> None (defined) or what it imports
     rendered: dict[int, str] = {}
     for serializer in serializers_in(returnn_config):
         if id(serializer) in rendered:
@@ -45,15 +45,16 @@ def config_code(returnn_config: ReturnnConfig) -> str:
         clash = keys.intersection(names)
         if clash:
             raise SerializationError(
-                f"config keys {sorted(clash)} are also defined by {serializer!r}: remove or rename them"
+                f"config keys {sorted(clash)} are also defined by {serializer!r} (as dims, imports or its dicts): "
+                f"remove or rename them"
             ).at("returnn_config.config")
-        twice = defined.intersection(name for name in names if name not in ("batch_dim", "single_step_dim"))
+        twice = [name for name, source in names.items() if name in bound and (source is None or bound[name] != source)]
         if twice:
             raise SerializationError(
                 f"{sorted(twice)} are defined by two serializers, the later one would replace the other's: "
                 f"put extern_data and the network(s) into one ReturnnCommonSerializer, so that they share dims"
             ).at("returnn_config.python_prolog/python_epilog")
-        defined.update(names)
+        bound.update(names)
         rendered[id(serializer)] = code
     to_write = copy.copy(returnn_config)
     to_write.config = copy.deepcopy(returnn_config.config)

@@ -147,15 +147,22 @@ class CodeWriter:
                 raise e.at(f".{field}")
         return _layout(codes, indent, f"{local}{'.' if rest else ''}{rest}(", ")")
 
+    def imports(self) -> dict[str, str]:
+        """The names the import lines bind, each with what it is (``module.name``), in the order they are imported:
+        dims from returnn.tensor only, then the marked dims, then namedtuple classes."""
+        tensor = ["Dim"] + [name for name in ("batch_dim", "single_step_dim") if name in self.dims]
+        bound = {name: f"returnn.tensor.{name}" for name in tensor}
+        bound.update((marker, f"returnn.tensor.marked_dim.{marker}") for marker in sorted(self.markers))
+        bound.update((local, f"{module}.{top}") for (module, top), local in sorted(self.classes.items()))
+        return bound
+
     def import_lines(self) -> list[str]:
-        """The import lines for everything written so far: dims from returnn.tensor only, then namedtuple classes."""
-        names = ["Dim"] + [name for name in ("batch_dim", "single_step_dim") if name in self.dims]
-        lines = [f"from returnn.tensor import {', '.join(names)}"]
-        if self.markers:
-            lines.append(f"from returnn.tensor.marked_dim import {', '.join(sorted(self.markers))}")
-        for (module, top), local in sorted(self.classes.items()):
-            lines.append(f"from {module} import {top}" + (f" as {local}" if local != top else ""))
-        return lines
+        """The import lines for :meth:`imports`, one per module."""
+        by_module: dict[str, list[str]] = {}
+        for local, source in self.imports().items():
+            module, _, name = source.rpartition(".")
+            by_module.setdefault(module, []).append(name if name == local else f"{name} as {local}")
+        return [f"from {module} import {', '.join(names)}" for module, names in by_module.items()]
 
 
 def _index_step(i: int) -> str:

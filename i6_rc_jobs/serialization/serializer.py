@@ -211,14 +211,17 @@ class ReturnnCommonSerializer(DelayedBase):
         writer, _, _ = self._render()
         return list(writer.dims)
 
-    def code_and_names(self) -> tuple[str, list[str]]:
-        """``get()`` and every name it defines (dims, ``extern_data``, ``network`` or ``get_network``), from one
-        rendering: what must not clash with the keys of the config around it."""
+    def code_and_names(self) -> tuple[str, dict[str, Optional[str]]]:
+        """``get()`` and every name it binds, from one rendering: the names it defines (dims, ``extern_data``,
+        ``network`` or ``get_network``) map to None, the names it imports to what they are (``module.name``). What
+        must not clash with the keys of the config around it, nor with another serializer's names."""
         writer, dims, parts = self._render()
-        defined = [name for name in ("extern_data", "network") if self._data[name] is not None]
+        names: dict[str, Optional[str]] = dict(writer.imports())
+        names.update((name, None) for name, ref in writer.dims.items() if ref.global_name is None)
+        names.update((name, None) for name in ("extern_data", "network") if self._data[name] is not None)
         if self._data["staged_networks"] is not None:
-            defined.append("get_network")
-        return self._code(writer, dims, parts), [*writer.dims, *defined]
+            names["get_network"] = None
+        return self._code(writer, dims, parts), names
 
     def _render(self) -> tuple[CodeWriter, list[str], list[str]]:
         """Writes the dicts, then the lines of the dims they name: (writer, dim lines, dict code parts)."""
