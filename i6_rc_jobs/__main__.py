@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import sys
 
-COMMANDS = {"hash-diff": "i6_rc_jobs.cli.hash_diff"}
+COMMANDS = {"hash-diff": "i6_rc_jobs.cli.hash_diff", "fetch": "i6_rc_jobs.cli.fetch"}
 
 
 def main(argv: list[str]) -> int:

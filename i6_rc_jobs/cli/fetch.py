@@ -1,0 +1,24 @@
+"""``python -m i6_rc_jobs fetch REPO VERSION [REPO VERSION ...]``: puts versions into the import cache ahead of
+time, e.g. on a login node before jobs run on nodes that cannot reach the repositories."""
+
+from __future__ import annotations
+
+import argparse
+
+from ..imports.cache import RepoCache, cache_root
+from ..imports.names import Repo, Version
+
+
+def main(argv: list[str]) -> int:
+    parser = argparse.ArgumentParser(prog="python -m i6_rc_jobs fetch", description=__doc__.split(":", 1)[1].strip())
+    parser.add_argument(
+        "pairs", nargs="+", metavar="REPO VERSION", help="e.g. github.com/rwth-i6/returnn_common 20221031-3bd01ac8d7b2"
+    )
+    args = parser.parse_args(argv)
+    if len(args.pairs) % 2:
+        parser.error("give a VERSION for every REPO")
+    root = cache_root()
+    for repo, version in zip(args.pairs[::2], args.pairs[1::2]):
+        tree, commit = RepoCache(root, Repo.parse(repo)).tree(Version.parse(version))
+        print(f"{repo} {version}: commit {commit} in {tree}")
+    return 0

@@ -1,0 +1,177 @@
+"""The shared local cache of versions: one bare mirror per repository, and one read-only file tree per commit.
+
+Layout under the root (``$I6_RC_IMPORTS_CACHE``, default ``~/.cache/i6_rc_jobs/imports``), all paths relative to
+it, so that the cache can be moved or shared:
+
+- ``git/<host>/<owner>/<name>.git``: a ``git clone --mirror``, fetched only when a version is not in it;
+- ``trees/<host>/<owner>/<name>/<commit>/``: the files of one commit, with ``.i6_rc_version`` (commit and date);
+- ``locks/...`` and ``tmp/``.
+
+A tree appears by one rename of a complete directory, made under the repository's lock, so that no process ever
+sees a partial tree: a process killed while extracting leaves only a directory in ``tmp/``, which is removed later.
+A version found among the trees needs no git at all."""
+
+from __future__ import annotations
+
+import fcntl
+import os
+import shutil
+import socket
+import stat
+import tempfile
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Iterator, Optional
+
+from . import git
+from .errors import VersionedImportError
+from .names import Repo, Version
+
+ENV = "I6_RC_IMPORTS_CACHE"
+#: The file in each tree that says which commit it is and when that was committed.
+STAMP = ".i6_rc_version"
+
+
+def cache_root() -> Path:
+    """``$I6_RC_IMPORTS_CACHE`` or ``~/.cache/i6_rc_jobs/imports``."""
+    return Path(os.environ.get(ENV) or Path.home() / ".cache" / "i6_rc_jobs" / "imports")
+
+
+class RepoCache:
+    """One repository in the cache at ``root``."""
+
+    def __init__(self, root: Path, repo: Repo):
+        self.root = root
+        self.repo = repo
+        self.git_dir = root / "git" / repo.host / repo.owner / f"{repo.name}.git"
+        self.trees = root / "trees" / repo.host / repo.owner / repo.name
+
+    def tree(self, version: Version) -> tuple[Path, str]:
+        """The file tree of ``version`` and its full commit: from the cache, else fetched, checked and extracted."""
+        found = self._cached(version)
+        if found is not None:
+            return found
+        with self._locked():
+            found = self._cached(version)  # another process may have made it meanwhile
+            if found is not None:
+                return found
+            commit, date = self._resolve(version)
+            version.check(self.repo, commit, date)
+            return self._extract(commit, date), commit
+
+    def _cached(self, version: Version) -> Optional[tuple[Path, str]]:
+        try:
+            names = [name for name in os.listdir(self.trees) if name.startswith(version.commit)]
+        except FileNotFoundError:
+            return None
+        if len(names) > 1:
+            raise VersionedImportError(f"{self.repo} version {version}: the commit prefix is ambiguous: {names}")
+        if not names:
+            return None
+        tree = self.trees / names[0]
+        commit, date = (tree / STAMP).read_text().split()
+        version.check(self.repo, commit, date)
+        return tree, commit
+
+    @contextmanager
+    def _locked(self) -> Iterator[None]:
+        lock = self.root / "locks" / self.repo.host / self.repo.owner / f"{self.repo.name}.lock"
+        lock.parent.mkdir(parents=True, exist_ok=True)
+        with open(lock, "a") as f:
+            fcntl.flock(f, fcntl.LOCK_EX)
+            try:
+                yield
+            finally:
+                fcntl.flock(f, fcntl.LOCK_UN)
+
+    def _resolve(self, version: Version) -> tuple[str, str]:
+        """(full commit, committer date YYYYMMDDHHMMSS in the commit's time zone), fetching once if unknown."""
+        what = f"{self.repo} version {version}"
+        if not self.git_dir.exists():
+            self._clone(what)
+        found = self._commit(version)
+        if found is None:
+            git.git("--git-dir", str(self.git_dir), "fetch", "--quiet", "--prune", "origin", what=what)
+            found = self._commit(version)
+        if found is None:
+            raise VersionedImportError(f"{what}: no commit {version.commit} in {self.repo.url}")
+        return found
+
+    def _clone(self, what: str) -> None:
+        self.git_dir.parent.mkdir(parents=True, exist_ok=True)
+        partial = tempfile.mkdtemp(dir=self.git_dir.parent, prefix=f".{self.repo.name}.")
+        try:
+            git.git("clone", "--mirror", "--quiet", self.repo.url, partial, what=what)
+            os.rename(partial, self.git_dir)
+        finally:
+            shutil.rmtree(partial, ignore_errors=True)
+
+    def _commit(self, version: Version) -> Optional[tuple[str, str]]:
+        what = f"{self.repo} version {version}"
+        candidates = git.git("--git-dir", str(self.git_dir), "rev-parse", f"--disambiguate={version.commit}", what=what)
+        commits = []
+        for obj in candidates.split():
+            kind = git.git("--git-dir", str(self.git_dir), "cat-file", "-t", obj, what=what).strip()
+            if kind == "commit":
+                commits.append(obj)
+        if len(commits) > 1:
+            raise VersionedImportError(f"{what}: the commit prefix is ambiguous: {sorted(commits)}")
+        if not commits:
+            return None
+        out = git.git(
+            "--git-dir",
+            str(self.git_dir),
+            "log",
+            "-1",
+            "--format=%H %cd",
+            "--date=format:%Y%m%d%H%M%S",
+            commits[0],
+            what=what,
+        )
+        commit, date = out.split()
+        return commit, date
+
+    def _extract(self, commit: str, date: str) -> Path:
+        tmp = self.root / "tmp"
+        tmp.mkdir(parents=True, exist_ok=True)
+        _remove_abandoned(tmp)
+        partial = Path(tempfile.mkdtemp(dir=tmp, prefix=f"{socket.gethostname()}.{os.getpid()}."))
+        try:
+            git.extract(str(self.git_dir), commit, str(partial), what=f"{self.repo} commit {commit}")
+            (partial / STAMP).write_text(f"{commit} {date}\n")
+            _read_only(partial)
+            self.trees.mkdir(parents=True, exist_ok=True)
+            os.rename(partial, self.trees / commit)
+        except BaseException:
+            shutil.rmtree(partial, ignore_errors=True)
+            raise
+        return self.trees / commit
+
+
+def _read_only(tree: Path) -> None:
+    """Files of a version are not to be edited in place: an edit would change what the version means."""
+    for directory, _, files in os.walk(tree):
+        for name in files:
+            path = os.path.join(directory, name)
+            if not os.path.islink(path):
+                os.chmod(path, stat.S_IMODE(os.stat(path).st_mode) & ~0o222)
+
+
+def _remove_abandoned(tmp: Path) -> None:
+    """Removes the partial trees of processes on this host that died while extracting (``<host>.<pid>.<random>``;
+    a cache on a shared file system also holds those of other hosts)."""
+    host = socket.gethostname()
+    for entry in os.listdir(tmp):
+        *owner, pid, _ = entry.split(".")
+        if ".".join(owner) == host and pid.isdigit() and not _alive(int(pid)):
+            shutil.rmtree(tmp / entry, ignore_errors=True)
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # another user's process
+        return True
+    return True

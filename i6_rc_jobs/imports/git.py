@@ -1,0 +1,42 @@
+"""Running git for the cache: never prompting, failing with git's own message and the repository it was about."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+from typing import Optional
+
+from .errors import VersionedImportError
+
+#: No password prompt can hang a Sisyphus manager or a cluster job.
+_ENV = {"GIT_TERMINAL_PROMPT": "0", "GIT_ASKPASS": "true", "LC_ALL": "C"}
+
+
+def git(*args: str, cwd: Optional[str] = None, what: str) -> str:
+    """Runs ``git args`` and returns its stdout; ``what`` says what it was for (e.g. the repository and version)."""
+    try:
+        done = subprocess.run(
+            ["git", *args], cwd=cwd, env={**os.environ, **_ENV}, capture_output=True, text=True, check=False
+        )
+    except FileNotFoundError:
+        raise VersionedImportError(f"{what}: git is not installed (needed once per version, to fetch it)") from None
+    if done.returncode != 0:
+        raise VersionedImportError(f"{what}: git {' '.join(args)} failed: {done.stderr.strip() or done.stdout.strip()}")
+    return done.stdout
+
+
+def extract(git_dir: str, commit: str, target: str, what: str) -> None:
+    """Writes the files of ``commit`` into the (new, empty) directory ``target``, as ``git archive`` gives them."""
+    archive = subprocess.Popen(
+        ["git", "--git-dir", git_dir, "archive", "--format=tar", commit],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        env={**os.environ, **_ENV},
+    )
+    untar = subprocess.run(["tar", "-x", "-C", target], stdin=archive.stdout, capture_output=True, check=False)
+    archive.stdout.close()
+    archive_error = archive.stderr.read().decode(errors="replace").strip()
+    archive.stderr.close()
+    if archive.wait() != 0 or untar.returncode != 0:
+        problem = archive_error or untar.stderr.decode(errors="replace").strip()
+        raise VersionedImportError(f"{what}: extracting commit {commit} failed: {problem}")

@@ -1,0 +1,202 @@
+"""Versioned imports with real git: a local origin repository reached through its https name (git's insteadOf, as a
+user's mirror or ssh setting would), and the real returnn_common through its GitHub URL."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import socket
+import stat
+import subprocess
+import sys
+import textwrap
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+from i6_rc_jobs.imports import VersionedImportError, import_
+from i6_rc_jobs.imports.cache import ENV
+
+REPO = "example.org/test/origin"
+
+
+@dataclass
+class Origin:
+    path: Path
+    cache: Path
+    commits: list[str]  # full commits, oldest first
+
+    def version(self, i: int, digits: int = 12) -> str:
+        date = _git(self.path, "log", "-1", "--format=%cd", "--date=format:%Y%m%d", self.commits[i]).strip()
+        return f"{date}-{self.commits[i][:digits]}"
+
+    def commit(self, files: dict[str, str], date: str) -> None:
+        for name, text in files.items():
+            (self.path / name).parent.mkdir(parents=True, exist_ok=True)
+            (self.path / name).write_text(text)
+        _git(self.path, "add", "-A")
+        env = {**os.environ, "GIT_AUTHOR_DATE": date, "GIT_COMMITTER_DATE": date}
+        _git(self.path, "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", date, env=env)
+        self.commits.append(_git(self.path, "rev-parse", "HEAD").strip())
+
+
+def _git(cwd: Path, *args: str, env=None) -> str:
+    return subprocess.run(["git", *args], cwd=cwd, env=env, check=True, capture_output=True, text=True).stdout
+
+
+@pytest.fixture
+def origin(tmp_path, monkeypatch) -> Origin:
+    path = tmp_path / "origin"
+    path.mkdir()
+    _git(path, "init", "-q", "-b", "main")
+    made = Origin(path, tmp_path / "cache", [])
+    made.commit(
+        {
+            "pkg/__init__.py": "from .helper import VALUE\n",
+            "pkg/helper.py": "VALUE = 1\n",
+            "setups-data/my-model.py": "NAME = 'dashed'\n",
+            "train.config": "num_epochs = 3\n",
+        },
+        "2024-01-02T03:04:05+01:00",
+    )
+    made.commit({"pkg/helper.py": "VALUE = 2\n"}, "2024-02-03T04:05:06+01:00")
+    monkeypatch.setenv("GIT_CONFIG_COUNT", "1")
+    monkeypatch.setenv("GIT_CONFIG_KEY_0", f"url.{path}.insteadOf")
+    monkeypatch.setenv("GIT_CONFIG_VALUE_0", f"https://{REPO}")
+    monkeypatch.setenv(ENV, str(made.cache))
+    for name in [name for name in sys.modules if name.startswith("i6_rc_imports")]:
+        del sys.modules[name]  # the same commits are made again by every test
+    return made
+
+
+def _child(code: str, **env: str) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [sys.executable, "-c", textwrap.dedent(code)], env={**os.environ, **env}, capture_output=True, text=True
+    )
+
+
+def test_two_versions_of_one_module_live_side_by_side_with_their_relative_imports(origin):
+    first, second = import_(REPO, "pkg", origin.version(0)), import_(REPO, "pkg", origin.version(1, digits=7))
+    assert (first.VALUE, second.VALUE) == (1, 2)
+    assert first.helper is not second.helper
+    assert import_(REPO, "pkg/helper.py", origin.version(0)) is first.helper
+
+
+def test_dashed_names_and_files_not_ending_in_py_are_imported(origin):
+    assert import_(REPO, "setups-data/my-model.py", origin.version(0)).NAME == "dashed"
+    assert import_(REPO, "train.config", origin.version(0)).num_epochs == 3
+
+
+def test_a_cached_version_needs_neither_git_nor_the_origin_and_the_cache_can_be_moved(origin, tmp_path):
+    cached, other = origin.version(0), origin.version(1)
+    import_(REPO, "pkg", cached)
+    moved = tmp_path / "moved-cache"
+    shutil.move(origin.cache, moved)
+    shutil.rmtree(origin.path)
+    code = f"""
+        from i6_rc_jobs.imports import import_
+        print(import_({REPO!r}, "pkg", {cached!r}).VALUE)
+    """
+    done = _child(code, PATH="/nonexistent", **{ENV: str(moved)})  # no git on PATH
+    assert (done.returncode, done.stdout) == (0, "1\n"), done.stderr
+    done = _child(code.replace(cached, other), PATH="/nonexistent", **{ENV: str(moved)})
+    assert done.returncode != 0 and "git is not installed" in done.stderr
+
+
+@pytest.mark.parametrize(
+    "repo, path, version, message",
+    [
+        ("example.org/test", "pkg", "20240102-0123456", "repository 'example.org/test': expected host/owner/name"),
+        ("example.org/../origin", "pkg", "20240102-0123456", "repository 'example.org/../origin'"),
+        (REPO, "pkg", "2024-0123456", "version '2024-0123456': expected <date>-<commit>"),
+        (REPO, "pkg", "20240102-012345", "version '20240102-012345'"),
+        (REPO, "pkg", "20240102-0123456G", "version '20240102-0123456G'"),
+        (REPO, "../pkg", "20240102-0123456", "path '../pkg': expected a relative path"),
+        (REPO, "/pkg", "20240102-0123456", "path '/pkg'"),
+    ],
+)
+def test_malformed_names_are_refused_before_anything_is_fetched(origin, repo, path, version, message):
+    with pytest.raises(VersionedImportError, match="^" + message.replace("(", r"\(").replace("[", r"\[")):
+        import_(repo, path, version)
+    assert not origin.cache.exists()
+
+
+def test_a_date_that_is_not_the_commits_is_refused_naming_the_right_version(origin):
+    wrong = "20240103-" + origin.commits[0][:12]
+    with pytest.raises(VersionedImportError) as error:
+        import_(REPO, "pkg", wrong)
+    assert f"dated 20240102030405, not 20240103: the version would be {origin.version(0)}" in str(error.value)
+    with pytest.raises(VersionedImportError, match="dated 20240102030405, not 20240103"):
+        import_(REPO, "pkg", wrong)  # also when the commit is in the cache already
+    with pytest.raises(VersionedImportError, match=r"no file or directory 'nope.py' in it"):
+        import_(REPO, "nope.py", origin.version(0))
+
+
+def test_a_commit_made_after_the_first_fetch_is_fetched_and_an_unknown_one_refused(origin):
+    import_(REPO, "pkg", origin.version(0))
+    origin.commit({"pkg/helper.py": "VALUE = 3\n"}, "2024-03-04T05:06:07+01:00")
+    assert import_(REPO, "pkg", origin.version(2)).VALUE == 3
+    with pytest.raises(VersionedImportError, match=f"no commit abcdef1 in https://{REPO}"):
+        import_(REPO, "pkg", "20240304-abcdef1")
+
+
+def test_eight_processes_importing_a_new_version_at_once_all_get_it(origin, tmp_path):
+    start = tmp_path / "start"
+    code = f"""
+        import os, time
+        from i6_rc_jobs.imports import import_
+        while not os.path.exists({str(start)!r}):
+            time.sleep(0.001)
+        print(import_({REPO!r}, "pkg", {origin.version(1)!r}).VALUE)
+    """
+    children = [
+        subprocess.Popen([sys.executable, "-c", textwrap.dedent(code)], stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        for _ in range(8)
+    ]
+    time.sleep(1.0)  # all started and waiting
+    start.touch()
+    results = [(child.wait(), child.stdout.read().decode(), child.stderr.read().decode()) for child in children]
+    assert all(code == 0 and out == "2\n" for code, out, _ in results), results
+    trees = origin.cache / "trees" / "example.org" / "test" / "origin"
+    assert os.listdir(trees) == [origin.commits[1]]
+    assert os.listdir(origin.cache / "tmp") == []
+
+
+def test_a_partial_tree_left_by_a_killed_process_is_never_used_and_is_removed(origin):
+    dead = subprocess.Popen([sys.executable, "-c", "pass"])
+    dead.wait()
+    partial = origin.cache / "tmp" / f"{socket.gethostname()}.{dead.pid}.abc123"
+    (partial / "pkg").mkdir(parents=True)
+    (partial / "pkg" / "__init__.py").write_text("VALUE = 'partial'\n")
+    other_host = origin.cache / "tmp" / f"other-host.example.{dead.pid}.def456"
+    other_host.mkdir()
+    assert import_(REPO, "pkg", origin.version(0)).VALUE == 1
+    assert not partial.exists() and other_host.exists()
+
+
+def test_the_files_of_a_version_are_read_only(origin):
+    module = import_(REPO, "pkg/helper.py", origin.version(0))
+    assert not stat.S_IMODE(os.stat(module.__file__).st_mode) & 0o222
+
+
+def test_fetch_command_fills_the_cache_for_processes_without_git(origin):
+    done = _child(
+        f"import sys; from i6_rc_jobs.__main__ import main; sys.exit(main(['fetch', {REPO!r}, {origin.version(1)!r}]))"
+    )
+    assert done.returncode == 0 and origin.commits[1] in done.stdout, done.stderr
+    code = f"from i6_rc_jobs.imports import import_; print(import_({REPO!r}, 'pkg', {origin.version(1)!r}).VALUE)"
+    done = _child(code, PATH="/nonexistent")
+    assert (done.returncode, done.stdout) == (0, "2\n"), done.stderr
+
+
+def test_returnn_common_from_its_github_url_at_the_pinned_version(tmp_path, monkeypatch):
+    monkeypatch.setenv(ENV, str(tmp_path / "cache"))
+    pins = [line.split() for line in Path("rwth-i6.lock").read_text().splitlines() if not line.startswith("#")]
+    commit = next(pin[2] for pin in pins if pin and pin[0] == "returnn_common")
+    date = _git(Path(".deps/src/returnn_common"), "log", "-1", "--format=%cd", "--date=format:%Y%m%d", commit).strip()
+    loader = import_("github.com/rwth-i6/returnn_common", "_lazy_loader.py", f"{date}-{commit[:12]}")
+    assert loader.__file__.endswith(f"{commit}/_lazy_loader.py")
+    package = sys.modules[loader.__name__.rpartition(".")[0]]
+    assert package.__file__.endswith(f"{commit}/__init__.py")  # the repository is a package: its __init__ ran
