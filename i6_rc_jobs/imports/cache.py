@@ -107,27 +107,23 @@ class RepoCache:
             shutil.rmtree(partial, ignore_errors=True)
 
     def _commit(self, version: Version) -> Optional[tuple[str, str]]:
+        """(full commit, date) of the version's commit prefix, None if no commit has it."""
         what = f"{self.repo} version {version}"
-        candidates = git.git("--git-dir", str(self.git_dir), "rev-parse", f"--disambiguate={version.commit}", what=what)
-        commits = []
-        for obj in candidates.split():
-            kind = git.git("--git-dir", str(self.git_dir), "cat-file", "-t", obj, what=what).strip()
-            if kind == "commit":
-                commits.append(obj)
-        if len(commits) > 1:
-            raise VersionedImportError(f"{what}: the commit prefix is ambiguous: {sorted(commits)}")
-        if not commits:
-            return None
-        out = git.git(
+        ok, out = git.try_git(
             "--git-dir",
             str(self.git_dir),
             "log",
             "-1",
             "--format=%H %cd",
             "--date=format:%Y%m%d%H%M%S",
-            commits[0],
+            f"{version.commit}^{{commit}}",
+            "--",
             what=what,
         )
+        if not ok:
+            if "ambiguous" in out and "short" in out:
+                raise VersionedImportError(f"{what}: the commit prefix is ambiguous: {out}")
+            return None
         commit, date = out.split()
         return commit, date
 

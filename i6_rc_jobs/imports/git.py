@@ -14,6 +14,14 @@ _ENV = {"GIT_TERMINAL_PROMPT": "0", "GIT_ASKPASS": "true", "LC_ALL": "C"}
 
 def git(*args: str, cwd: Optional[str] = None, what: str) -> str:
     """Runs ``git args`` and returns its stdout; ``what`` says what it was for (e.g. the repository and version)."""
+    ok, out = try_git(*args, cwd=cwd, what=what)
+    if not ok:
+        raise VersionedImportError(f"{what}: git {' '.join(args)} failed: {out}")
+    return out
+
+
+def try_git(*args: str, cwd: Optional[str] = None, what: str) -> tuple[bool, str]:
+    """(True, stdout) if ``git args`` succeeds, else (False, its error message)."""
     try:
         done = subprocess.run(
             ["git", *args], cwd=cwd, env={**os.environ, **_ENV}, capture_output=True, text=True, check=False
@@ -21,8 +29,8 @@ def git(*args: str, cwd: Optional[str] = None, what: str) -> str:
     except FileNotFoundError:
         raise VersionedImportError(f"{what}: git is not installed (needed once per version, to fetch it)") from None
     if done.returncode != 0:
-        raise VersionedImportError(f"{what}: git {' '.join(args)} failed: {done.stderr.strip() or done.stdout.strip()}")
-    return done.stdout
+        return False, done.stderr.strip() or done.stdout.strip()
+    return True, done.stdout
 
 
 def extract(git_dir: str, commit: str, target: str, what: str) -> None:
