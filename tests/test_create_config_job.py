@@ -12,6 +12,7 @@ from i6_rc_jobs import CreateConfigJob, SerializationError
 from i6_rc_jobs.serialization import config_file
 from i6_rc_jobs.serialization.config_file import config_code, write_config_file
 from tests.support.cases import encoder_decoder, staged
+from tests.support.jobs import MakeCheckpoint
 from tests.support.sisyphus_setup import job_dirs, make_setup, run_manager
 
 BLOCKER = '''
@@ -156,13 +157,6 @@ def test_check_constructs_every_stage_and_names_the_failing_layer(tmp_path):
 
 
 def test_paths_inside_the_dicts_are_job_inputs_and_written_as_their_value(tmp_path):
-    from sisyphus import Job
-
-    class MakeCheckpoint(Job):
-        def __init__(self, name: str):
-            self.name = name
-            self.out = self.output_path("model.index")
-
     checkpoint = MakeCheckpoint("test_paths_inside_the_dicts").out
     serializer = encoder_decoder()
     serializer.network["enc"]["load_on_init"] = checkpoint

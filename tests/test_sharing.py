@@ -12,7 +12,6 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from i6_core.returnn.config import ReturnnConfig
-from sisyphus import Job
 from sisyphus.job import created_jobs
 from sisyphus.hash import sis_hash_helper
 
@@ -20,6 +19,7 @@ from i6_rc_jobs import CreateConfigJob
 from i6_rc_jobs.hashing.sis_hash import serializer_sis_hash
 from i6_rc_jobs.serialization.config_file import config_code
 from tests.support.cases import encoder_decoder
+from tests.support.jobs import MakeCheckpoint
 
 SETTINGS = settings(
     max_examples=int(os.environ.get("HYPOTHESIS_MAX_EXAMPLES", 60)),
@@ -111,11 +111,6 @@ def test_an_edit_through_a_dict_taken_before_the_job_was_made_does_not_reach_the
 
 
 def test_paths_in_a_closed_serializer_are_job_inputs():
-    class MakeCheckpoint(Job):
-        def __init__(self, name: str):
-            self.name = name
-            self.out = self.output_path("model.index")
-
     checkpoint = MakeCheckpoint("test_paths_in_a_closed_serializer").out
     serializer = encoder_decoder()
     network = copy.deepcopy(serializer.network)
