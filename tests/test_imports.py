@@ -3,6 +3,7 @@ user's mirror or ssh setting would), and the real returnn_common through its Git
 
 from __future__ import annotations
 
+import logging
 import os
 import shutil
 import socket
@@ -18,6 +19,7 @@ import pytest
 
 from i6_rc_jobs.imports import VersionedImportError, import_
 from i6_rc_jobs.imports.cache import ENV
+from i6_rc_jobs.imports.dev import ENV as DEV_ENV
 
 REPO = "example.org/test/origin"
 
@@ -200,3 +202,30 @@ def test_returnn_common_from_its_github_url_at_the_pinned_version(tmp_path, monk
     assert loader.__file__.endswith(f"{commit}/_lazy_loader.py")
     package = sys.modules[loader.__name__.rpartition(".")[0]]
     assert package.__file__.endswith(f"{commit}/__init__.py")  # the repository is a package: its __init__ ran
+
+
+def test_development_mode_imports_the_working_copy_and_says_what_it_holds(origin, tmp_path, monkeypatch, caplog):
+    monkeypatch.setenv(DEV_ENV, str(tmp_path / "dev"))
+    with caplog.at_level(logging.WARNING, logger="i6_rc_jobs.imports"):
+        assert import_(REPO, "pkg", None).VALUE == 2  # cloned at the origin's head
+    assert f"at commit {origin.version(1)}" in caplog.text and "without changes" in caplog.text
+
+    copy = tmp_path / "dev" / "example.org" / "test" / "origin"
+    (copy / "pkg" / "helper.py").write_text("VALUE = 5\n")  # unstaged
+    (copy / "staged.py").write_text("STAGED = True\n")
+    _git(copy, "add", "staged.py")
+    (copy / "untracked.py").write_text("UNTRACKED = True\n")
+    for name in [name for name in sys.modules if name.startswith("i6_rc_imports")]:
+        del sys.modules[name]
+    caplog.clear()
+    with caplog.at_level(logging.WARNING, logger="i6_rc_jobs.imports"):
+        assert import_(REPO, "pkg", None).VALUE == 5
+    assert "M pkg/helper.py; A  staged.py; ?? untracked.py" in caplog.text, caplog.text
+    patch = Path(caplog.text.split("): ")[-1].strip())
+    assert patch.parent == origin.cache / "dev-patches"
+    # the patch gives back exactly the working copy, on a clean checkout of the commit it names
+    clean = tmp_path / "clean"
+    _git(tmp_path, "clone", "-q", str(origin.path), str(clean))
+    _git(clean, "apply", str(patch))
+    for name in ("pkg/helper.py", "staged.py", "untracked.py"):
+        assert (clean / name).read_text() == (copy / name).read_text()

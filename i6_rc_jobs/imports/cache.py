@@ -88,7 +88,7 @@ class RepoCache:
         """(full commit, committer date YYYYMMDDHHMMSS in the commit's time zone), fetching once if unknown."""
         what = f"{self.repo} version {version}"
         if not self.git_dir.exists():
-            self._clone(what)
+            self._clone(self.git_dir, "--mirror", what=what)
         found = self._commit(version)
         if found is None:
             git.git("--git-dir", str(self.git_dir), "fetch", "--quiet", "--prune", "origin", what=what)
@@ -97,19 +97,29 @@ class RepoCache:
             raise VersionedImportError(f"{what}: no commit {version.commit} in {self.repo.url}")
         return found
 
-    def _clone(self, what: str) -> None:
-        self.git_dir.parent.mkdir(parents=True, exist_ok=True)
-        partial = tempfile.mkdtemp(dir=self.git_dir.parent, prefix=f".{self.repo.name}.")
+    def working_copy(self, root: Path) -> Path:
+        """The development working copy of the repository under ``root`` (cloned there on first use)."""
+        path = root / self.repo.host / self.repo.owner / self.repo.name
+        if not path.exists():
+            with self._locked():
+                if not path.exists():
+                    self._clone(path, what=f"{self.repo} development working copy")
+        return path
+
+    def _clone(self, target: Path, *options: str, what: str) -> None:
+        """Clones into ``target`` by way of a temporary directory beside it: a killed clone leaves no repository."""
+        target.parent.mkdir(parents=True, exist_ok=True)
+        partial = tempfile.mkdtemp(dir=target.parent, prefix=f".{target.name}.")
         try:
-            git.git("clone", "--mirror", "--quiet", self.repo.url, partial, what=what)
-            os.rename(partial, self.git_dir)
+            git.git("clone", *options, "--quiet", self.repo.url, partial, what=what)
+            os.rename(partial, target)
         finally:
             shutil.rmtree(partial, ignore_errors=True)
 
     def _commit(self, version: Version) -> Optional[tuple[str, str]]:
         """(full commit, date) of the version's commit prefix, None if no commit has it."""
         what = f"{self.repo} version {version}"
-        ok, out = git.try_git(
+        done = git.run_git(
             "--git-dir",
             str(self.git_dir),
             "log",
@@ -120,11 +130,11 @@ class RepoCache:
             "--",
             what=what,
         )
-        if not ok:
-            if "ambiguous" in out and "short" in out:
-                raise VersionedImportError(f"{what}: the commit prefix is ambiguous: {out}")
+        if done.returncode != 0:
+            if "ambiguous" in done.stderr and "short" in done.stderr:
+                raise VersionedImportError(f"{what}: the commit prefix is ambiguous: {done.stderr.strip()}")
             return None
-        commit, date = out.split()
+        commit, date = done.stdout.split()
         return commit, date
 
     def _extract(self, commit: str, date: str) -> Path:

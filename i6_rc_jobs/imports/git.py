@@ -12,25 +12,22 @@ from .errors import VersionedImportError
 _ENV = {"GIT_TERMINAL_PROMPT": "0", "GIT_ASKPASS": "true", "LC_ALL": "C"}
 
 
-def git(*args: str, cwd: Optional[str] = None, what: str) -> str:
+def git(*args: str, cwd: Optional[str] = None, what: str, ok_codes: tuple[int, ...] = (0,)) -> str:
     """Runs ``git args`` and returns its stdout; ``what`` says what it was for (e.g. the repository and version)."""
-    ok, out = try_git(*args, cwd=cwd, what=what)
-    if not ok:
-        raise VersionedImportError(f"{what}: git {' '.join(args)} failed: {out}")
-    return out
+    done = run_git(*args, cwd=cwd, what=what)
+    if done.returncode not in ok_codes:
+        raise VersionedImportError(f"{what}: git {' '.join(args)} failed: {done.stderr.strip() or done.stdout.strip()}")
+    return done.stdout
 
 
-def try_git(*args: str, cwd: Optional[str] = None, what: str) -> tuple[bool, str]:
-    """(True, stdout) if ``git args`` succeeds, else (False, its error message)."""
+def run_git(*args: str, cwd: Optional[str] = None, what: str) -> subprocess.CompletedProcess:
+    """Runs ``git args``, whatever its exit status; only a missing git is an error."""
     try:
-        done = subprocess.run(
+        return subprocess.run(
             ["git", *args], cwd=cwd, env={**os.environ, **_ENV}, capture_output=True, text=True, check=False
         )
     except FileNotFoundError:
         raise VersionedImportError(f"{what}: git is not installed (needed once per version, to fetch it)") from None
-    if done.returncode != 0:
-        return False, done.stderr.strip() or done.stdout.strip()
-    return True, done.stdout
 
 
 def extract(git_dir: str, commit: str, target: str, what: str) -> None:

@@ -10,25 +10,39 @@ import re
 import sys
 from pathlib import Path
 from types import ModuleType
+from typing import Optional
 
+from . import dev
 from .cache import RepoCache, cache_root
 from .errors import VersionedImportError
 from .names import Repo, Version, check_path
 
-#: All versioned modules live under this package: ``i6_rc_imports.github_com.rwth_i6.returnn_common.c<commit>``.
+#: All versioned modules live under this package: ``i6_rc_imports.github_com.rwth_i6.returnn_common.c<commit>``
+#: (``...returnn_common.dev`` for the development working copy).
 ROOT_PACKAGE = "i6_rc_imports"
 
 
-def import_(repo: str, path: str, version: str) -> ModuleType:
+def import_(repo: str, path: str, version: Optional[str]) -> ModuleType:
     """The module (a file, or a directory as a package) at ``path`` in ``repo`` at ``version``, e.g.
     ``import_("github.com/rwth-i6/returnn_common", "nn/base.py", "20221031-3bd01ac8d7b2")``. The first use of a
-    version fetches it into the cache (see :mod:`.cache`); later ones, in any process, read only the cache."""
-    repo_, version_, parts = Repo.parse(repo), Version.parse(version), check_path(path)
-    tree, commit = RepoCache(cache_root(), repo_).tree(version_)
+    version fetches it into the cache (see :mod:`.cache`); later ones, in any process, read only the cache.
+    ``version=None`` imports the development working copy instead, with a warning that says what it holds (see
+    :mod:`.dev`)."""
+    repo_, parts = Repo.parse(repo), check_path(path)
+    root = cache_root()
+    cache = RepoCache(root, repo_)
+    if version is None:
+        tree = cache.working_copy(dev.dev_root(root))
+        dev.report(repo_, tree, root / "dev-patches")
+        leaf, what = "dev", f"{repo_} development working copy"
+    else:
+        version_ = Version.parse(version)
+        tree, commit = cache.tree(version_)
+        leaf, what = f"c{commit}", f"{repo_} version {version_}"
     target = tree.joinpath(*parts)
     if not target.exists():
-        raise VersionedImportError(f"{repo_} version {version_}: no file or directory {path!r} in it")
-    package = _version_package(repo_, commit, tree)
+        raise VersionedImportError(f"{what}: no file or directory {path!r} in it")
+    package = _version_package(repo_, leaf, tree)
     *directories, last = parts
     parent = ".".join([package, *directories])
     if target.is_dir() or last.endswith(".py"):
@@ -36,10 +50,10 @@ def import_(repo: str, path: str, version: str) -> ModuleType:
     return _load_file(f"{parent}.{_identifier(last)}", target)
 
 
-def _version_package(repo: Repo, commit: str, tree: Path) -> str:
+def _version_package(repo: Repo, leaf: str, tree: Path) -> str:
     """Registers (once) the package whose ``__path__`` is the tree, and its parents; returns its name. A repository
     that is a package itself (``__init__.py`` at the top, e.g. returnn_common) runs that file as the package."""
-    names = [ROOT_PACKAGE, *(_identifier(part) for part in (repo.host, repo.owner, repo.name)), f"c{commit}"]
+    names = [ROOT_PACKAGE, *(_identifier(part) for part in (repo.host, repo.owner, repo.name)), leaf]
     for depth in range(1, len(names) + 1):
         name = ".".join(names[:depth])
         if name in sys.modules:
