@@ -19,8 +19,9 @@ def engine():
 # Workers start with a cleaned environment: only DEFAULT_ENVIRONMENT_KEEP survives and DEFAULT_ENVIRONMENT_SET
 # is added. The workers (and the RETURNN processes they start) use the python of the manager, i.e. .venv,
 # which finds sisyphus, i6_core, returnn and returnn_common through its .pth file: no PYTHONPATH needed.
+# The import cache's location is kept, so that workers find the versions the manager imported (i6_rc_jobs.imports).
 _python_bin = os.path.dirname(sys.executable)
-DEFAULT_ENVIRONMENT_KEEP = {"HOME", "PWD", "USER", "TMP", "TMPDIR"}
+DEFAULT_ENVIRONMENT_KEEP = {"HOME", "PWD", "USER", "TMP", "TMPDIR", "I6_RC_IMPORTS_CACHE", "I6_RC_IMPORTS_DEV"}
 DEFAULT_ENVIRONMENT_SET = {
     "PATH": ":".join([_python_bin, "/usr/local/bin", "/usr/bin", "/bin"]),
     "LANG": "C.UTF-8",

@@ -3,8 +3,10 @@ user's mirror or ssh setting would), and the real returnn_common through its Git
 
 from __future__ import annotations
 
+import gzip
 import logging
 import os
+import pickle
 import shutil
 import socket
 import stat
@@ -20,6 +22,7 @@ import pytest
 from i6_rc_jobs.imports import VersionedImportError, import_
 from i6_rc_jobs.imports.cache import ENV
 from i6_rc_jobs.imports.dev import ENV as DEV_ENV
+from tests.support.sisyphus_setup import job_dirs, make_setup, run_manager
 
 REPO = "example.org/test/origin"
 
@@ -57,13 +60,13 @@ def origin(tmp_path, monkeypatch) -> Origin:
     made.commit(
         {
             "pkg/__init__.py": "from .helper import VALUE\n",
-            "pkg/helper.py": "VALUE = 1\n",
+            "pkg/helper.py": "VALUE = 1\n\n\ndef value():\n    return VALUE\n",
             "setups-data/my-model.py": "NAME = 'dashed'\n",
             "train.config": "num_epochs = 3\n",
         },
         "2024-01-02T03:04:05+01:00",
     )
-    made.commit({"pkg/helper.py": "VALUE = 2\n"}, "2024-02-03T04:05:06+01:00")
+    made.commit({"pkg/helper.py": "VALUE = 2\n\n\ndef value():\n    return VALUE\n"}, "2024-02-03T04:05:06+01:00")
     monkeypatch.setenv("GIT_CONFIG_COUNT", "1")
     monkeypatch.setenv("GIT_CONFIG_KEY_0", f"url.{path}.insteadOf")
     monkeypatch.setenv("GIT_CONFIG_VALUE_0", f"https://{REPO}")
@@ -229,3 +232,41 @@ def test_development_mode_imports_the_working_copy_and_says_what_it_holds(origin
     _git(clean, "apply", str(patch))
     for name in ("pkg/helper.py", "staged.py", "untracked.py"):
         assert (clean / name).read_text() == (copy / name).read_text()
+
+
+def test_objects_of_a_version_unpickle_in_a_process_that_never_imported_it(origin, tmp_path):
+    pickled = pickle.dumps([import_(REPO, "pkg", origin.version(i)).helper.value for i in (0, 1)])
+    code = "import pickle, sys; print([f() for f in pickle.loads(sys.stdin.buffer.read())])"
+    done = subprocess.run([sys.executable, "-c", code], input=pickled, capture_output=True)
+    assert (done.returncode, done.stdout) == (0, b"[1, 2]\n"), done.stderr
+    elsewhere = {**os.environ, ENV: str(tmp_path / "empty-cache")}
+    done = subprocess.run([sys.executable, "-c", code], input=pickled, capture_output=True, env=elsewhere)
+    assert (
+        done.returncode != 0
+        and b"is not in the import cache" in done.stderr
+        and b"python -m i6_rc_jobs fetch" in done.stderr
+    )
+
+
+def test_a_sisyphus_worker_runs_a_job_holding_a_function_of_a_version(origin, tmp_path):
+    setup = make_setup(
+        tmp_path / "setup",
+        f"""
+        from i6_core.returnn.config import ReturnnConfig
+        from sisyphus import tk
+        from i6_rc_jobs import CreateConfigJob
+        from i6_rc_jobs.imports import import_
+
+        def main():
+            helper = import_({REPO!r}, "pkg/helper.py", {origin.version(1)!r})
+            config = ReturnnConfig({{"num_epochs": 1}}, python_prolog=[helper.value], black_formatting=False)
+            tk.register_output("returnn.config", CreateConfigJob(config).out_config)
+        """,
+    )
+    run_manager(setup)
+    written = (setup / "output" / "returnn.config").read_text()
+    assert "def value():\n    return VALUE" in written
+    job_save = job_dirs(setup, "CreateConfigJob")[0] / "job.save"
+    assert b"i6_rc_imports.example_org.test.origin.c" + origin.commits[1].encode() in gzip.decompress(
+        job_save.read_bytes()
+    )

@@ -343,12 +343,7 @@ def test_works_in_python_epilog_too():
 def test_deep_copy_keeps_sisyphus_paths_and_jobs_as_sisyphus_copies_them():
     import copy
 
-    from sisyphus import Job, tk
-
-    class MakeCheckpoint(Job):
-        def __init__(self, name: str):
-            self.name = name
-            self.out = self.output_path("model.index")
+    from tests.support.jobs import MakeCheckpoint
 
     job = MakeCheckpoint("test_deep_copy_keeps_sisyphus_paths")
     state_before = dict(job.__dict__)

@@ -1,0 +1,89 @@
+"""Finds versioned modules by name, ``i6_rc_imports.<host>.<owner>.<name>.c<commit>`` (or ``...<name>.dev``), in the
+cache. import_ tells it where it just put a version; a process that only has the name (a Sisyphus worker unpickling
+a job that holds a function or class of a versioned module) gets it from the cache all the same."""
+
+from __future__ import annotations
+
+import importlib.abc
+import importlib.machinery
+import importlib.util
+import os
+import re
+import sys
+from pathlib import Path
+from typing import Optional
+
+from .cache import cache_root
+from .dev import dev_root
+from .errors import VersionedImportError
+from .names import Repo
+
+#: The package of all versioned modules (a real, empty package, so that Python looks for its submodules).
+ROOT_PACKAGE = "i6_rc_imports"
+_DEPTH = 5  # i6_rc_imports, host, owner, name, version
+_known: dict[str, Path] = {}  # version package name -> its tree
+
+
+def package_name(repo: Repo, leaf: str) -> str:
+    """The package of one version (``leaf`` = ``c<commit>`` or ``dev``) of ``repo``."""
+    return ".".join([ROOT_PACKAGE, *map(identifier, (repo.host, repo.owner, repo.name)), leaf])
+
+
+def register(name: str, tree: Path) -> None:
+    _known[name] = tree
+
+
+def install() -> None:
+    if not any(isinstance(finder, _Finder) for finder in sys.meta_path):
+        sys.meta_path.insert(0, _Finder())
+
+
+class _Finder(importlib.abc.MetaPathFinder):
+    def find_spec(self, fullname: str, path=None, target=None) -> Optional[importlib.machinery.ModuleSpec]:
+        parts = fullname.split(".")
+        if parts[0] != ROOT_PACKAGE or not 1 < len(parts) <= _DEPTH:
+            return None  # the modules inside a version are found through its package's __path__
+        if len(parts) < _DEPTH:
+            spec = importlib.machinery.ModuleSpec(fullname, None, is_package=True)
+            spec.submodule_search_locations = []
+            return spec
+        tree = _known.get(fullname) or _search(parts)
+        init = tree / "__init__.py"  # a repository that is a package (returnn_common) runs its __init__.py
+        if init.exists():
+            return importlib.util.spec_from_file_location(fullname, init, submodule_search_locations=[str(tree)])
+        spec = importlib.machinery.ModuleSpec(fullname, None, is_package=True)
+        spec.submodule_search_locations = [str(tree)]
+        return spec
+
+
+def _search(parts: list[str]) -> Path:
+    """The tree of a version package found only by its name: in the cache's trees, or the development copies."""
+    root = cache_root()
+    base = dev_root(root) if parts[4] == "dev" else root / "trees"
+    leaf = "" if parts[4] == "dev" else parts[4][1:]
+    found = []
+    for host in _listdir(base):
+        for owner in _listdir(base / host):
+            for name in _listdir(base / host / owner):
+                if [identifier(host), identifier(owner), identifier(name)] == parts[1:4]:
+                    tree = base / host / owner / name / leaf
+                    if tree.is_dir():
+                        found.append(tree)
+    if len(found) != 1:
+        problem = "is not in" if not found else f"matches {len(found)} trees in"
+        raise VersionedImportError(
+            f"{'.'.join(parts)} {problem} the import cache {root}: fetch its version first "
+            f"(python -m i6_rc_jobs fetch REPO VERSION), or call import_ for it"
+        )
+    return found[0]
+
+
+def _listdir(path: Path) -> list[str]:
+    try:
+        return sorted(os.listdir(path))
+    except FileNotFoundError:
+        return []
+
+
+def identifier(text: str) -> str:
+    return re.sub(r"\W", "_", text)
