@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
+from sisyphus.hash import sis_hash_helper
 
 from i6_rc_jobs.imports import VersionedImportError, import_
 from i6_rc_jobs.imports.cache import ENV
@@ -212,9 +213,10 @@ def test_development_mode_imports_the_working_copy_and_says_what_it_holds(origin
     with caplog.at_level(logging.WARNING, logger="i6_rc_jobs.imports"):
         assert import_(REPO, "pkg", None).VALUE == 2  # cloned at the origin's head
     assert f"at commit {origin.version(1)}" in caplog.text and "without changes" in caplog.text
+    clean_hash = sis_hash_helper(import_(REPO, "pkg/helper.py", None).value)
 
     copy = tmp_path / "dev" / "example.org" / "test" / "origin"
-    (copy / "pkg" / "helper.py").write_text("VALUE = 5\n")  # unstaged
+    (copy / "pkg" / "helper.py").write_text("VALUE = 5\n\n\ndef value():\n    return VALUE\n")  # unstaged
     (copy / "staged.py").write_text("STAGED = True\n")
     _git(copy, "add", "staged.py")
     (copy / "untracked.py").write_text("UNTRACKED = True\n")
@@ -224,6 +226,7 @@ def test_development_mode_imports_the_working_copy_and_says_what_it_holds(origin
     with caplog.at_level(logging.WARNING, logger="i6_rc_jobs.imports"):
         assert import_(REPO, "pkg", None).VALUE == 5
     assert "M pkg/helper.py; A  staged.py; ?? untracked.py" in caplog.text, caplog.text
+    assert sis_hash_helper(import_(REPO, "pkg/helper.py", None).value) != clean_hash  # jobs see the edit
     patch = Path(caplog.text.split("): ")[-1].strip())
     assert patch.parent == origin.cache / "dev-patches"
     # the patch gives back exactly the working copy, on a clean checkout of the commit it names
@@ -270,3 +273,13 @@ def test_a_sisyphus_worker_runs_a_job_holding_a_function_of_a_version(origin, tm
     assert b"i6_rc_imports.example_org.test.origin.c" + origin.commits[1].encode() in gzip.decompress(
         job_save.read_bytes()
     )
+
+
+def test_sisyphus_hashes_a_function_of_a_version_by_its_commit_in_any_process(origin):
+    functions = [import_(REPO, "pkg", origin.version(i)).helper.value for i in (0, 1)]
+    hashes = [sis_hash_helper(f) for f in functions]
+    assert hashes[0] != hashes[1]
+    code = "import pickle, sys; from sisyphus.hash import sis_hash_helper; f = pickle.loads(sys.stdin.buffer.read())\n"
+    code += "sys.stdout.buffer.write(sis_hash_helper(f))"
+    done = subprocess.run([sys.executable, "-c", code], input=pickle.dumps(functions[1]), capture_output=True)
+    assert (done.returncode, done.stdout) == (0, hashes[1]), done.stderr

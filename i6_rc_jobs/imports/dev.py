@@ -23,8 +23,9 @@ def dev_root(cache: Path) -> Path:
 
 
 def report(repo: Repo, path: Path, patches: Path) -> str:
-    """Logs (as a warning) and returns what the working copy at ``path`` holds now; saves its changes against its
-    commit as a patch under ``patches``."""
+    """Logs (as a warning) what the working copy at ``path`` holds now, saves its changes against its commit as a
+    patch under ``patches``, and returns a name for that state, ``dev_<commit>_<patch digest>``: the package name
+    of the working copy, so that Sisyphus hashes of its functions and classes change with its code."""
     what = f"{repo} development working copy {path}"
     commit, date = git.git(
         "log", "-1", "--format=%H %cd", "--date=format:%Y%m%d%H%M%S", "HEAD", cwd=str(path), what=what
@@ -34,6 +35,7 @@ def report(repo: Repo, path: Path, patches: Path) -> str:
         f"{what} is imported, not a version",
         f"  at commit {date[:8]}-{commit[:12]} (the version to pin, once the changes below are committed and pushed)",
     ]
+    digest = "clean"
     if changes:
         patch = git.git("diff", "--binary", "HEAD", cwd=str(path), what=what)
         for change in changes:
@@ -49,15 +51,14 @@ def report(repo: Repo, path: Path, patches: Path) -> str:
                     what=what,
                     ok_codes=(0, 1),
                 )
-        digest = hashlib.sha256(patch.encode()).hexdigest()
-        saved = _save(patches / f"{repo.name}-{commit[:12]}-{digest[:16]}.patch", patch)
+        digest = hashlib.sha256(patch.encode()).hexdigest()[:16]
+        saved = _save(patches / f"{repo.name}-{commit[:12]}-{digest}.patch", patch)
         lines.append(f"  with changes: {'; '.join(change.strip() for change in changes)}")
         lines.append(f"  patch (git apply on {commit[:12]}): {saved}")
     else:
         lines.append("  without changes")
-    text = "\n".join(lines)
-    logger.warning(text)
-    return text
+    logger.warning("\n".join(lines))
+    return f"dev_{commit[:12]}_{digest}"
 
 
 def _save(path: Path, text: str) -> Path:

@@ -1,4 +1,4 @@
-"""Finds versioned modules by name, ``i6_rc_imports.<host>.<owner>.<name>.c<commit>`` (or ``...<name>.dev``), in the
+"""Finds versioned modules by name, ``i6_rc_imports.<host>.<owner>.<name>.c<commit>`` (or ``...dev_...``), in the
 cache. import_ tells it where it just put a version; a process that only has the name (a Sisyphus worker unpickling
 a job that holds a function or class of a versioned module) gets it from the cache all the same."""
 
@@ -25,7 +25,7 @@ _known: dict[str, Path] = {}  # version package name -> its tree
 
 
 def package_name(repo: Repo, leaf: str) -> str:
-    """The package of one version (``leaf`` = ``c<commit>`` or ``dev``) of ``repo``."""
+    """The package of one version (``leaf`` = ``c<commit>``, or ``dev_<commit>_<patch digest>``) of ``repo``."""
     return ".".join([ROOT_PACKAGE, *map(identifier, (repo.host, repo.owner, repo.name)), leaf])
 
 
@@ -59,8 +59,9 @@ class _Finder(importlib.abc.MetaPathFinder):
 def _search(parts: list[str]) -> Path:
     """The tree of a version package found only by its name: in the cache's trees, or the development copies."""
     root = cache_root()
-    base = dev_root(root) if parts[4] == "dev" else root / "trees"
-    leaf = "" if parts[4] == "dev" else parts[4][1:]
+    development = parts[4].startswith("dev_")  # the working copy, whatever it holds now
+    base = dev_root(root) if development else root / "trees"
+    leaf = "" if development else parts[4][1:]
     found = []
     for host in _listdir(base):
         for owner in _listdir(base / host):
