@@ -140,10 +140,14 @@ def test_a_date_that_is_not_the_commits_is_refused_naming_the_right_version(orig
         import_(REPO, "nope.py", origin.version(0))
 
 
-def test_a_commit_made_after_the_first_fetch_is_fetched_and_an_unknown_one_refused(origin):
+def test_commits_made_after_the_first_fetch_are_fetched_and_an_unknown_one_refused(origin):
     import_(REPO, "pkg", origin.version(0))
     origin.commit({"pkg/helper.py": "VALUE = 3\n"}, "2024-03-04T05:06:07+01:00")
     assert import_(REPO, "pkg", origin.version(2)).VALUE == 3
+    _git(origin.path, "checkout", "-q", "-b", "feature", origin.commits[0])  # a branch the default one lacks
+    origin.commit({"pkg/helper.py": "VALUE = 4\n"}, "2024-04-05T06:07:08+01:00")
+    _git(origin.path, "checkout", "-q", "main")
+    assert import_(REPO, "pkg", origin.version(3)).VALUE == 4
     with pytest.raises(VersionedImportError, match=f"no commit abcdef1 in https://{REPO}"):
         import_(REPO, "pkg", "20240304-abcdef1")
 

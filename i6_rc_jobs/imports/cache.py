@@ -1,9 +1,10 @@
-"""The shared local cache of versions: one bare mirror per repository, and one read-only file tree per commit.
+"""The shared local cache of versions: one bare clone per repository, and one read-only file tree per commit.
 
 Layout under the root (``$I6_RC_IMPORTS_CACHE``, default ``~/.cache/i6_rc_jobs/imports``), all paths relative to
 it, so that the cache can be moved or shared:
 
-- ``git/<host>/<owner>/<name>.git``: a ``git clone --mirror``, fetched only when a version is not in it;
+- ``git/<host>/<owner>/<name>.git``: a ``git clone --bare`` (branches and tags, not GitHub's pull request refs),
+  fetched only when a version is not in it;
 - ``trees/<host>/<owner>/<name>/<commit>/``: the files of one commit, with ``.i6_rc_version`` (commit and date);
 - ``locks/...`` and ``tmp/``.
 
@@ -88,10 +89,11 @@ class RepoCache:
         """(full commit, committer date YYYYMMDDHHMMSS in the commit's time zone), fetching once if unknown."""
         what = f"{self.repo} version {version}"
         if not self.git_dir.exists():
-            self._clone(self.git_dir, "--mirror", what=what)
+            self._clone(self.git_dir, "--bare", what=what)
         found = self._commit(version)
         if found is None:
-            git.git("--git-dir", str(self.git_dir), "fetch", "--quiet", "--prune", "origin", what=what)
+            refs = ("+refs/heads/*:refs/heads/*", "+refs/tags/*:refs/tags/*")  # a bare clone has no fetch refspec
+            git.git("--git-dir", str(self.git_dir), "fetch", "--quiet", "origin", *refs, what=what)
             found = self._commit(version)
         if found is None:
             raise VersionedImportError(f"{what}: no commit {version.commit} in {self.repo.url}")
