@@ -4,8 +4,10 @@ time, e.g. on a login node before jobs run on nodes that cannot reach the reposi
 from __future__ import annotations
 
 import argparse
+import sys
 
 from ..imports.cache import RepoCache, cache_root
+from ..imports.errors import VersionedImportError
 from ..imports.names import Repo, Version
 
 
@@ -18,7 +20,13 @@ def main(argv: list[str]) -> int:
     if len(args.pairs) % 2:
         parser.error("give a VERSION for every REPO")
     root = cache_root()
+    failed = 0
     for repo, version in zip(args.pairs[::2], args.pairs[1::2]):
-        tree, commit = RepoCache(root, Repo.parse(repo)).tree(Version.parse(version))
+        try:
+            tree, commit = RepoCache(root, Repo.parse(repo)).tree(Version.parse(version))
+        except VersionedImportError as e:
+            print(f"error: {e}", file=sys.stderr)
+            failed += 1
+            continue
         print(f"{repo} {version}: commit {commit} in {tree}")
-    return 0
+    return 1 if failed else 0
