@@ -201,13 +201,23 @@ def test_fetch_command_fills_the_cache_for_processes_without_git(origin):
     assert (done.returncode, done.stdout) == (0, "2\n"), done.stderr
 
 
-def test_returnn_common_from_its_github_url_at_the_pinned_version(tmp_path, monkeypatch):
-    monkeypatch.setenv(ENV, str(tmp_path / "cache"))
+def _pinned_returnn_common() -> str:
+    """The version of returnn_common that rwth-i6.lock pins."""
     pins = [line.split() for line in Path("rwth-i6.lock").read_text().splitlines() if not line.startswith("#")]
     commit = next(pin[2] for pin in pins if pin and pin[0] == "returnn_common")
     date = _git(Path(".deps/src/returnn_common"), "log", "-1", "--format=%cd", "--date=format:%Y%m%d", commit).strip()
-    loader = import_("github.com/rwth-i6/returnn_common", "_lazy_loader.py", f"{date}-{commit[:12]}")
-    assert loader.__file__.endswith(f"{commit}/_lazy_loader.py")
+    return f"{date}-{commit[:12]}"
+
+
+def test_returnn_common_from_its_github_url_at_the_pinned_version(tmp_path, monkeypatch):
+    monkeypatch.setenv(ENV, str(tmp_path / "cache"))
+    version = _pinned_returnn_common()
+    loader = import_("github.com/rwth-i6/returnn_common", "_lazy_loader.py", version)
+    commit = _git(Path(".deps/src/returnn_common"), "rev-parse", version.split("-")[1]).strip()
+    assert loader.__file__ == str(
+        tmp_path / "cache/trees/github.com/rwth-i6/returnn_common" / commit / "_lazy_loader.py"
+    )
+    assert loader.LazyLoader.__module__ == loader.__name__
     package = sys.modules[loader.__name__.rpartition(".")[0]]
     assert package.__file__.endswith(f"{commit}/__init__.py")  # the repository is a package: its __init__ ran
 
@@ -287,3 +297,23 @@ def test_sisyphus_hashes_a_function_of_a_version_by_its_commit_in_any_process(or
     code += "sys.stdout.buffer.write(sis_hash_helper(f))"
     done = subprocess.run([sys.executable, "-c", code], input=pickle.dumps(functions[1]), capture_output=True)
     assert (done.returncode, done.stdout) == (0, hashes[1]), done.stderr
+
+
+def test_a_model_built_with_returnn_common_at_a_version_serializes_as_with_the_installed_one(tmp_path, monkeypatch):
+    from returnn_common import nn as installed
+
+    from i6_rc_jobs import ReturnnCommonSerializer
+
+    monkeypatch.setenv(ENV, str(tmp_path / "cache"))
+    versioned = import_("github.com/rwth-i6/returnn_common", "nn", _pinned_returnn_common())
+    assert versioned is not installed and versioned.__name__.startswith("i6_rc_imports.github_com.rwth_i6")
+    serializers = []
+    for nn in (versioned, installed):
+        nn.reset_default_root_name_ctx()
+        in_dim = nn.FeatureDim("in", 9)
+        data = nn.get_extern_data(nn.Data("data", dim_tags=[nn.batch_dim, nn.SpatialDim("time"), in_dim]))
+        model = nn.Linear(in_dim, nn.FeatureDim("out", 4))
+        model(data).mark_as_default_output()
+        serializers.append(ReturnnCommonSerializer.from_returnn_common(model))
+    assert serializers[0].get() == serializers[1].get()
+    assert sis_hash_helper(serializers[0]) == sis_hash_helper(serializers[1])

@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 from i6_core.returnn.config import ReturnnConfig
 
-from i6_rc_jobs import ReturnnCommonSerializer
+from i6_rc_jobs import ReturnnCommonSerializer, SerializationError
 from i6_rc_jobs.returnn_check import construct_networks
 from i6_rc_jobs.serialization.config_file import write_config_file
 from tests import rc_models
@@ -100,3 +100,5 @@ def test_from_returnn_common_takes_the_current_name_context():
     assert (out_dim.size, out_dim.kind) == (4, "feature")
     assert serializer.extern_data["data"]["dims"][2].size == 9
     assert out_dim in serializer.network["output"]["out_shape"]
+    with pytest.raises(SerializationError, match=r"^from_returnn_common: 'not a model' .* is not a returnn_common"):
+        ReturnnCommonSerializer.from_returnn_common("not a model")

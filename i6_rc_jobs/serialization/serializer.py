@@ -3,18 +3,28 @@
 from __future__ import annotations
 
 import copy
+import importlib
+from types import ModuleType
 from typing import Any, Callable, Iterable, Optional
 
 from sisyphus.delayed_ops import DelayedBase
 
 from .copying import copy_tree
-from .errors import SerializationError
+from .errors import SerializationError, describe
 from .prolog import dim_lines
 from .pycode import INDENT, CodeWriter
 from .values import sisyphus_values
 
 #: The parts a serializer holds, in the order they are written and hashed.
 PARTS = ("extern_data", "network", "staged_networks")
+
+
+def _returnn_common_nn(module: Any) -> ModuleType:
+    """The returnn_common ``nn`` package whose ``Module`` class ``module`` is an instance of."""
+    for klass in type(module).__mro__:
+        if klass.__name__ == "Module" and klass.__module__.endswith(".nn.module"):
+            return importlib.import_module(klass.__module__.removesuffix(".module"))
+    raise SerializationError(f"{describe(module)} is not a returnn_common nn.Module").at("from_returnn_common")
 
 
 def _part(name: str) -> property:
@@ -100,10 +110,10 @@ class ReturnnCommonSerializer(DelayedBase):
     @classmethod
     def from_returnn_common(cls, root_module) -> ReturnnCommonSerializer:
         """From the current returnn_common root name context: its extern_data and the net dict of ``root_module``
-        (what ``nn.get_returnn_config()`` would serialize), taken as raw dicts with the real dims."""
-        from returnn_common import nn
-
-        rc_config = nn.get_returnn_config()
+        (what ``nn.get_returnn_config()`` would serialize), taken as raw dicts with the real dims. The returnn_common
+        is the one ``root_module`` was built with: the installed one, or a version imported with
+        :func:`i6_rc_jobs.imports.import_`."""
+        rc_config = _returnn_common_nn(root_module).get_returnn_config()
         return cls(
             extern_data=rc_config.get_extern_data_raw_dict(),
             network=rc_config.get_net_dict_raw_dict(root_module=root_module),

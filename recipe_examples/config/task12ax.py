@@ -1,6 +1,7 @@
 """Train a small returnn_common LSTM on RETURNN's Task12AXDataset for 2 epochs.
 
-The model is built with returnn_common in the manager and wrapped in a ReturnnCommonSerializer, so the
+The model is built in the manager with returnn_common at a fixed version (a versioned import: the config builds
+the same model whatever returnn_common is installed) and wrapped in a ReturnnCommonSerializer, so the
 ReturnnConfig holds plain data. CreateConfigJob writes (and, with check=True, RETURNN-checks) the config file in
 cheap jobs; i6_core's ReturnnTrainingJob trains the same ReturnnConfig. Registered outputs:
 ``task12ax/returnn.config``, ``task12ax/checkpoint`` (index file of the final checkpoint), ``task12ax/learning_rates``.
@@ -14,8 +15,17 @@ from i6_core.returnn.training import ReturnnTrainingJob
 from sisyphus import tk
 
 from i6_rc_jobs import CreateConfigJob, ReturnnCommonSerializer
+from i6_rc_jobs.imports import import_
 
 NUM_EPOCHS = 2
+#: returnn_common as of 2025-10-20 (the commit this checkout is tested with).
+RETURNN_COMMON = "github.com/rwth-i6/returnn_common", "20251020-f7ad63a58835"
+
+
+def returnn_common_nn():
+    """returnn_common's nn at RETURNN_COMMON, from the import cache (fetched on first use)."""
+    repo, version = RETURNN_COMMON
+    return import_(repo, "nn", version)
 
 
 def repo_root() -> str:
@@ -31,7 +41,7 @@ def repo_root() -> str:
 
 def lstm_model() -> ReturnnCommonSerializer:
     """A returnn_common LSTM with a softmax over the 2 classes and CE loss, for the 9 features of Task12AX."""
-    from returnn_common import nn
+    nn = returnn_common_nn()
 
     class Model(nn.Module):
         def __init__(self, in_dim: nn.Dim, hidden_dim: nn.Dim, classes_dim: nn.Dim):
@@ -57,8 +67,7 @@ def lstm_model() -> ReturnnCommonSerializer:
 
 
 def returnn_config() -> ReturnnConfig:
-    from returnn_common import nn
-
+    nn = returnn_common_nn()
     config = {
         # A net dict needs the TF net-dict engine; in this RETURNN, backend="tensorflow" means RF code (and torch).
         "use_tensorflow": True,
