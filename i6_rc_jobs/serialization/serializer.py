@@ -49,9 +49,9 @@ class ReturnnCommonSerializer(DelayedBase):
 
     Until one of them is read (the serializer is *closed*), nobody but the serializer holds its dicts, so they
     cannot change: the hash and the Sisyphus values in them are computed once, and copies (Sisyphus deep-copies
-    every job's arguments) share the dicts. Reading one *opens* the serializer for good: a copy sharing the dicts
-    first takes its own, and everything is computed afresh each time, since the reader may edit the dicts any
-    time, until :meth:`close`. (A deep copy of an open serializer is closed.)
+    every job's arguments) share the dicts. Reading one *opens* the serializer: a copy sharing the dicts first
+    takes its own, and everything is computed afresh each time, since the reader may edit the dicts any time,
+    until :meth:`close`. (A deep copy of an open serializer is closed.)
     """
 
     def __init__(
