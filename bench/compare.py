@@ -196,7 +196,7 @@ def print_jobs(results: list[dict[str, Any]]) -> None:
         print(
             f"{r['jobs']} CreateConfigJobs ({r['model']}, serializer {r['serializer']}): {r['total_s']:.2f} s, "
             f"{r['ms_per_job']:.2f} ms/job; distinct ids {r['distinct_job_ids']}, all created: {r['all_created']}; "
-            f"peak RSS {r['peak_rss_mb_before']} -> {r['peak_rss_mb_after']} MB"
+            f"kept {r['kb_kept_per_job']:.0f} KB per job (tracemalloc, {r['memory_sample_jobs']} jobs)"
         )
 
 
