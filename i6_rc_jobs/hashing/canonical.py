@@ -287,3 +287,6 @@ class _Probe(Canonicalizer):
 
     def _dim(self, ref: DimRef) -> Token:
         return Token(self._owner._intrinsic(ref))
+
+    def _numbered(self, items) -> None:
+        return None  # the fast path spells numbered dims as the owner's tokens; the probe has its own (``<#3>``)

@@ -95,4 +95,22 @@ def extern_data_only(**kwargs) -> ReturnnCommonSerializer:
     )
 
 
-CASES = {"encoder_decoder": encoder_decoder, "staged": staged, "extern_data_only": extern_data_only}
+def nested_sets(**kwargs) -> ReturnnCommonSerializer:
+    """Sets inside sets and as values of dim-keyed dicts, next to two new dims alike in everything: the hash orders
+    them by where they occur, which walks these values (a regression: this crashed the set fast path)."""
+    time = Dim(None, description="t")
+    feat = Dim(3, description="f")
+    network = {
+        "a": {"by_dim": {feat: {time, batch_dim}}},
+        "b": {"out_shape": {Dim(None, description="x"), Dim(None, description="x")}},
+        "c": {"nested": {frozenset({time}), "foo"}},
+    }
+    return ReturnnCommonSerializer(network=network, **kwargs)
+
+
+CASES = {
+    "encoder_decoder": encoder_decoder,
+    "staged": staged,
+    "extern_data_only": extern_data_only,
+    "nested_sets": nested_sets,
+}
