@@ -30,7 +30,9 @@ SETTINGS = settings(
 #: (operation, which serializer or kept dict, a value)
 OPERATIONS = st.lists(
     st.tuples(
-        st.sampled_from(["deepcopy", "copy", "pickle", "hash", "edit", "keep", "edit kept", "close", "unhashed"]),
+        st.sampled_from(
+            ["deepcopy", "copy", "pickle", "hash", "edit", "keep", "edit kept", "resize kept dim", "close", "unhashed"]
+        ),
         st.integers(0, 7),
         st.integers(1, 4),
     ),
@@ -71,9 +73,12 @@ def test_copies_pickles_and_edits_never_see_each_other_and_what_is_remembered_is
             expected[i] = s.get()
         elif operation == "keep":
             kept.append((i, closings[i], s.network))
-        elif operation == "edit kept" and kept:
+        elif operation in ("edit kept", "resize kept dim") and kept:
             owner, closed_before, network = kept[pick % len(kept)]
-            network["output"]["loss_scale"] = float(value)
+            if operation == "edit kept":
+                network["output"]["loss_scale"] = float(value)
+            else:  # a DimRef read before: its fields, seen wherever the dim occurs
+                network["enc"]["subnetwork"]["ff"]["out_dim"].size = 100 * value
             if closings[owner] == closed_before:
                 expected[owner] = pool[owner].get()
         elif operation == "close":
@@ -113,12 +118,12 @@ def test_an_edit_through_a_dict_taken_before_the_job_was_made_does_not_reach_the
 def test_paths_in_a_closed_serializer_are_job_inputs():
     checkpoint = MakeCheckpoint("test_paths_in_a_closed_serializer").out
     serializer = encoder_decoder()
-    network = copy.deepcopy(serializer.network)
-    network["enc"]["load_on_init"] = checkpoint
-    closed = type(serializer)(extern_data=serializer.extern_data, network=network)
+    serializer.network["enc"]["load_on_init"] = checkpoint
+    closed = copy.deepcopy(serializer)  # a deep copy is closed
     jobs = [CreateConfigJob(_config(closed)) for _ in range(2)] + [CreateConfigJob(_config(closed), check=True)]
     for job in jobs:
         assert [p.creator for p in job._sis_inputs] == [checkpoint.creator]
+    assert f'"load_on_init": "{checkpoint.get_path()}"' in closed.get()
     assert CreateConfigJob(_config(encoder_decoder()))._sis_inputs == set()
 
 
@@ -144,3 +149,13 @@ def test_closing_after_an_edit_lets_jobs_share_again_and_detaches_the_dicts_read
     assert serializer.get() == written and sis_hash_helper(serializer) == hashed == serializer_sis_hash(serializer)
     serializer.network["output"]["loss_scale"] = 0.25  # reading again opens it again
     assert sis_hash_helper(serializer) != hashed
+
+
+def test_a_serializer_made_from_another_ones_dicts_owns_its_dims():
+    first = encoder_decoder()
+    second = type(first)(extern_data=first.extern_data, network=first.network)
+    written, hashed = second.get(), sis_hash_helper(second)
+    assert written == first.get()  # the same dims, named alike
+    first.network["enc"]["subnetwork"]["ff"]["out_dim"].size = 7  # through the first one's dicts
+    assert second.get() == written and sis_hash_helper(second) == hashed == serializer_sis_hash(second)
+    assert sis_hash_helper(first) != hashed

@@ -26,11 +26,12 @@ class DimCapture:
 
     def __init__(self):
         self._refs: dict[int, DimRef] = {}
-        self._alive: list[Dim] = []  # keeps ids unique while the map lives
+        self._alive: list[Any] = []  # keeps ids unique while the maps live (Dims, and adopted DimRefs)
         self._marked: dict[tuple[str, int], MarkedRef] = {}
         self._copies: dict[tuple[int, Optional[str], int], DimRef] = {}
         self._names = NameAllocator()
         self._seen: dict[int, int] = {}  # id(DimRef) -> when it was first met
+        self._adopted: dict[int, DimRef] = {}  # id(DimRef of other dicts) -> this serializer's copy
 
     def ref(self, dim: Dim) -> DimRef:
         ref = self._refs.get(id(dim))
@@ -72,7 +73,38 @@ class DimCapture:
         marker = type(marked).__name__
         if marker not in MARKERS:
             raise SerializationError(f"unknown RETURNN marked dim {describe(marked)}")
-        dim = self.ref(marked.tag)
+        return self._marked_ref(marker, self.ref(marked.tag))
+
+    def adopt(self, ref: DimRef) -> DimRef:
+        """This serializer's own copy of a DimRef found in the input (taken from another serializer's dicts): its
+        dims must be its own, or an edit through the other's dicts would change them behind its hash. The copy is
+        named anew beside the new dims; one DimRef stays one copy."""
+        if ref.global_name is not None:
+            return ref
+        own = self._adopted.get(id(ref))
+        if own is None:
+            base = None if ref.copy_of is None else self.adopt(ref.copy_of)
+            own = DimRef(
+                self._names.allocate(ref.description or (base.name if base is not None else ref.name)),
+                kind=ref.kind,
+                size=ref.size,
+                description=ref.description,
+                op=ref.op,
+                inputs=tuple(self.adopt(x) if isinstance(x, DimRef) else x for x in ref.inputs),
+                copy_of=base,
+                match_priority=ref.match_priority,
+                auto_generated=ref.auto_generated,
+                special=ref.special,
+                capacity=ref.capacity,
+            )
+            self._adopted[id(ref)] = own
+            self._alive.append(ref)
+        return own
+
+    def adopt_marked(self, marked: MarkedRef) -> MarkedRef:
+        return self._marked_ref(marked.marker, self.adopt(marked.dim))
+
+    def _marked_ref(self, marker: str, dim: DimRef) -> MarkedRef:
         key = (marker, id(dim))
         if key not in self._marked:
             self._marked[key] = MarkedRef(marker, dim)

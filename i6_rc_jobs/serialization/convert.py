@@ -12,6 +12,7 @@ from returnn.tensor.marked_dim import MarkedDim
 
 from .capture import DimCapture
 from .errors import SerializationError
+from .refs import DimRef, MarkedRef
 from .values import LEAF_TYPES, check_leaf, is_namedtuple, key_step, walk_guarded
 
 
@@ -26,6 +27,10 @@ def _convert(value: Any, capture: DimCapture) -> Any:
         return value
     if cls is Dim:
         return capture.ref(value)
+    if cls is DimRef:
+        return capture.adopt(value)
+    if cls is MarkedRef:
+        return capture.adopt_marked(value)
     if isinstance(value, dict):  # dict subclasses (e.g. returnn_common's nn.LayerState) are written as plain dicts
         if all(type(k) is str for k in value):
             pairs = sorted(value.items())  # str keys are distinct: values are never compared
