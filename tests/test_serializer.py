@@ -406,3 +406,13 @@ def test_two_serializers_importing_one_name_for_two_things_are_refused(tmp_path)
     config = ReturnnConfig({}, python_prolog=[first], python_epilog=[other])
     with pytest.raises(SerializationError, match=r"\['Pair'\] are defined by two serializers"):
         write_config_file(config, str(tmp_path / "returnn.config"))
+
+
+def test_dicts_with_keys_that_are_not_str_are_written_in_the_order_of_their_key_codes():
+    time = Dim(None, description="time")
+    schedule = {10: "c", 1: "b", -10: "x", -1: "a", 1.5: "e", 1.25: "d", (2, "x"): "f"}
+    code = ReturnnCommonSerializer(network={"lr": {"schedule": schedule, "sizes": {time: 3, time * 2: 4}}}).get()
+    written = re.search(r'"schedule": \{(.*?)\}', code).group(1)
+    assert written == '(2, "x"): "f", -1: "a", -10: "x", 1: "b", 1.25: "d", 1.5: "e", 10: "c"'
+    assert '"sizes": {time_2_dim: 4, time_dim: 3}' in code  # dims as keys: by name
+    assert load(code)["network"]["lr"]["schedule"] == schedule

@@ -4,7 +4,7 @@ process and whatever PYTHONHASHSEED), black-like layout without running black, a
 from __future__ import annotations
 
 import math
-from typing import Any, Callable, Iterable
+from typing import Any, Callable, Iterable, Optional
 
 from i6_core.returnn.config import CodeWrapper
 from sisyphus.delayed_ops import DelayedBase
@@ -87,17 +87,26 @@ class CodeWriter:
         return code
 
     def _codes(
-        self, pairs: Iterable[tuple[Any, Any]], indent: str, keyed: bool, step: Callable[[Any], str]
+        self,
+        pairs: Iterable[tuple[Any, Any]],
+        indent: str,
+        keyed: bool,
+        step: Callable[[Any], str],
+        other_keys: Optional[list[Any]] = None,
     ) -> list[str]:
-        """The code of each item of ``pairs``: a dict's items as ``key: value`` if ``keyed``, else (index, item) pairs
-        as the item alone. The hot loop of writing: strings (from a cache), ints and dims without a call; ``step(key)``
-        names the path step of an item that fails."""
+        """The code of each item of ``pairs``: a dict's items as ``key: value`` if ``keyed`` (keys that are not str
+        are added to ``other_keys``), else (index, item) pairs as the item alone. The hot loop of writing: strings
+        (from a cache), ints and dims without a call; ``step(key)`` names the path step of an item that fails."""
         strings, dims, walk = self._strings, self.dims, self._value
         out = []
         for key, item in pairs:
             try:
                 if keyed:
-                    key_code = (strings.get(key) or self._str(key)) if type(key) is str else walk(key, indent)
+                    if type(key) is str:
+                        key_code = strings.get(key) or self._str(key)
+                    else:
+                        key_code = walk(key, indent)
+                        other_keys.append(key)
                 cls = type(item)
                 if cls is str:
                     code = strings.get(item) or self._str(item)
@@ -115,9 +124,17 @@ class CodeWriter:
         return out
 
     def _dict(self, value: dict, indent: str) -> str:
-        """Items sorted by their code, which for str keys is by key (a string literal is never the start of another)."""
-        lines = self._codes(value.items(), indent + INDENT, True, key_step)
-        lines.sort()
+        """Items sorted by the code of their key: as lines of text where all keys are str (a string literal is never
+        the start of another, so that is key order), else by key code first (``1`` before ``10``, which ``1: ``
+        would not be)."""
+        inner = indent + INDENT
+        other_keys: list[Any] = []
+        lines = self._codes(value.items(), inner, True, key_step, other_keys)
+        if other_keys:
+            key_codes = [self._str(key) if type(key) is str else self._value(key, inner) for key in value]
+            lines = [line for _, line in sorted(zip(key_codes, lines))]
+        else:
+            lines.sort()
         return _layout(lines, indent, "{", "}")
 
     def _set(self, value: set | frozenset, indent: str) -> str:
