@@ -234,12 +234,13 @@ def test_development_mode_imports_the_working_copy_and_says_what_it_holds(origin
     (copy / "staged.py").write_text("STAGED = True\n")
     _git(copy, "add", "staged.py")
     (copy / "untracked.py").write_text("UNTRACKED = True\n")
+    (copy / "my notes.txt").write_text("quoted by git status\n")
     for name in [name for name in sys.modules if name.startswith("i6_rc_imports")]:
         del sys.modules[name]
     caplog.clear()
     with caplog.at_level(logging.WARNING, logger="i6_rc_jobs.imports"):
         assert import_(REPO, "pkg", None).VALUE == 5
-    assert "M pkg/helper.py; A  staged.py; ?? untracked.py" in caplog.text, caplog.text
+    assert "M pkg/helper.py; A staged.py; ?? my notes.txt; ?? untracked.py" in caplog.text, caplog.text
     assert sis_hash_helper(import_(REPO, "pkg/helper.py", None).value) != clean_hash  # jobs see the edit
     patch = Path(caplog.text.split("): ")[-1].strip())
     assert patch.parent == origin.cache / "dev-patches"
@@ -247,8 +248,17 @@ def test_development_mode_imports_the_working_copy_and_says_what_it_holds(origin
     clean = tmp_path / "clean"
     _git(tmp_path, "clone", "-q", str(origin.path), str(clean))
     _git(clean, "apply", str(patch))
-    for name in ("pkg/helper.py", "staged.py", "untracked.py"):
+    for name in ("pkg/helper.py", "staged.py", "untracked.py", "my notes.txt"):
         assert (clean / name).read_text() == (copy / name).read_text()
+
+    # a worker unpickling a function of the working copy gets it only while the copy is what the name says
+    code = "import pickle, sys; print(pickle.loads(sys.stdin.buffer.read())())"
+    pickled = pickle.dumps(import_(REPO, "pkg/helper.py", None).value)
+    done = subprocess.run([sys.executable, "-c", code], input=pickled, capture_output=True)
+    assert (done.returncode, done.stdout) == (0, b"5\n"), done.stderr
+    (copy / "untracked.py").write_text("UNTRACKED = False\n")
+    done = subprocess.run([sys.executable, "-c", code], input=pickled, capture_output=True)
+    assert done.returncode != 0 and b"has changed since" in done.stderr, done.stderr
 
 
 def test_objects_of_a_version_unpickle_in_a_process_that_never_imported_it(origin, tmp_path):

@@ -11,7 +11,7 @@ import tempfile
 from pathlib import Path
 
 from . import git
-from .names import Repo
+from .errors import VersionedImportError
 
 #: Where the working copies are: ``$I6_RC_IMPORTS_DEV/<host>/<owner>/<name>``, default ``<cache>/dev``.
 ENV = "I6_RC_IMPORTS_DEV"
@@ -22,49 +22,69 @@ def dev_root(cache: Path) -> Path:
     return Path(os.environ.get(ENV) or cache / "dev")
 
 
-def report(repo: Repo, path: Path, patches: Path) -> str:
+def report(path: Path, patches: Path) -> str:
     """Logs (as a warning) what the working copy at ``path`` holds now, saves its changes against its commit as a
-    patch under ``patches``, and returns a name for that state, ``dev_<commit>_<patch digest>``: the package name
-    of the working copy, so that Sisyphus hashes of its functions and classes change with its code."""
-    what = f"{repo} development working copy {path}"
-    commit, date = git.git(
-        "log", "-1", "--format=%H %cd", "--date=format:%Y%m%d%H%M%S", "HEAD", cwd=str(path), what=what
-    ).split()
-    changes = git.git("status", "--porcelain=v1", "--untracked-files=all", cwd=str(path), what=what).splitlines()
+    patch under ``patches``, and returns the name of that state (see :func:`state_name`)."""
+    what = f"development working copy {path}"
+    commit, date, changes, patch = _state(path, what)
     lines = [
         f"{what} is imported, not a version",
         f"  at commit {date[:8]}-{commit[:12]} (the version to pin, once the changes below are committed and pushed)",
     ]
-    digest = "clean"
+    name = _name(commit, patch)
     if changes:
-        patch = git.git("diff", "--binary", "HEAD", cwd=str(path), what=what)
-        for change in changes:
-            if change.startswith("?? "):  # untracked: not in git diff, and git add -N would touch the user's index
-                patch += git.git(
-                    "diff",
-                    "--no-index",
-                    "--binary",
-                    "--",
-                    "/dev/null",
-                    change[3:],
-                    cwd=str(path),
-                    what=what,
-                    ok_codes=(0, 1),
-                )
-        digest = hashlib.sha256(patch.encode()).hexdigest()[:16]
-        saved = _save(patches / f"{repo.name}-{commit[:12]}-{digest}.patch", patch)
-        lines.append(f"  with changes: {'; '.join(change.strip() for change in changes)}")
+        saved = _save(patches / f"{path.name}-{name}.patch", patch)
+        lines.append(f"  with changes: {'; '.join(changes)}")
         lines.append(f"  patch (git apply on {commit[:12]}): {saved}")
     else:
         lines.append("  without changes")
     logger.warning("\n".join(lines))
-    return f"dev_{commit[:12]}_{digest}"
+    return name
 
 
-def _save(path: Path, text: str) -> Path:
+def state_name(path: Path) -> str:
+    """``dev_<commit>_<patch digest>`` (``..._clean`` without changes): the package name of the working copy as it
+    is now, so that Sisyphus hashes of its functions and classes change with its code."""
+    commit, _, _, patch = _state(path, f"development working copy {path}")
+    return _name(commit, patch)
+
+
+def _name(commit: str, patch: bytes) -> str:
+    return f"dev_{commit[:12]}_{hashlib.sha256(patch).hexdigest()[:16] if patch else 'clean'}"
+
+
+def _state(path: Path, what: str) -> tuple[str, str, list[str], bytes]:
+    """(commit, its date, the changes as ``XY path``, the patch of all of them against the commit)."""
+    cwd = str(path)
+    commit, date = git.git(
+        "log", "-1", "--format=%H %cd", "--date=format:%Y%m%d%H%M%S", "HEAD", cwd=cwd, what=what
+    ).split()
+    entries = git.git("status", "--porcelain=v1", "-z", "--untracked-files=all", cwd=cwd, what=what).split("\0")
+    changes, untracked = [], []
+    entries.reverse()
+    while entries:
+        entry = entries.pop()
+        if not entry:
+            continue
+        status, name = entry[:2], entry[3:]
+        if status[0] in "RC":  # renamed or copied: the original path follows as its own entry
+            name = f"{entries.pop()} -> {name}"
+        changes.append(f"{status.strip()} {name}")
+        if status == "??":
+            untracked.append(name)
+    patch = git.git("diff", "--binary", "HEAD", cwd=cwd, what=what).encode("utf-8", "surrogateescape")
+    for name in untracked:  # not in git diff; git add -N would touch the user's index
+        done = git.run_git("diff", "--no-index", "--binary", "--", "/dev/null", name, cwd=cwd, what=what)
+        if done.returncode not in (0, 1) or done.stderr.strip():  # 1: there are differences
+            raise VersionedImportError(f"{what}: the untracked file {name!r} cannot be diffed: {done.stderr.strip()}")
+        patch += done.stdout.encode("utf-8", "surrogateescape")
+    return commit, date, changes, patch
+
+
+def _save(path: Path, patch: bytes) -> Path:
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".tmp.")
-    with os.fdopen(fd, "w") as f:
-        f.write(text)
+    with os.fdopen(fd, "wb") as f:
+        f.write(patch)
     os.replace(tmp, path)
     return path

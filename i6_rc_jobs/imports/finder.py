@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Optional
 
 from .cache import cache_root
-from .dev import dev_root
+from .dev import dev_root, state_name
 from .errors import VersionedImportError
 from .names import Repo
 
@@ -75,6 +75,11 @@ def _search(parts: list[str]) -> Path:
         raise VersionedImportError(
             f"{'.'.join(parts)} {problem} the import cache {root}: fetch its version first "
             f"(python -m i6_rc_jobs fetch REPO VERSION), or call import_ for it"
+        )
+    if development and state_name(found[0]) != parts[4]:
+        raise VersionedImportError(
+            f"{'.'.join(parts)}: the development working copy {found[0]} has changed since (it is "
+            f"{state_name(found[0])} now), so it is not the code this name stands for"
         )
     return found[0]
 

@@ -12,19 +12,26 @@ from .errors import VersionedImportError
 _ENV = {"GIT_TERMINAL_PROMPT": "0", "GIT_ASKPASS": "true", "LC_ALL": "C"}
 
 
-def git(*args: str, cwd: Optional[str] = None, what: str, ok_codes: tuple[int, ...] = (0,)) -> str:
+def git(*args: str, cwd: Optional[str] = None, what: str) -> str:
     """Runs ``git args`` and returns its stdout; ``what`` says what it was for (e.g. the repository and version)."""
     done = run_git(*args, cwd=cwd, what=what)
-    if done.returncode not in ok_codes:
+    if done.returncode != 0:
         raise VersionedImportError(f"{what}: git {' '.join(args)} failed: {done.stderr.strip() or done.stdout.strip()}")
     return done.stdout
 
 
 def run_git(*args: str, cwd: Optional[str] = None, what: str) -> subprocess.CompletedProcess:
-    """Runs ``git args``, whatever its exit status; only a missing git is an error."""
+    """Runs ``git args``, whatever its exit status; only a missing git is an error. Bytes that are not UTF-8 (in a
+    diff) come through as surrogate escapes, so that ``.encode("utf-8", "surrogateescape")`` gives them back."""
     try:
         return subprocess.run(
-            ["git", *args], cwd=cwd, env={**os.environ, **_ENV}, capture_output=True, text=True, check=False
+            ["git", *args],
+            cwd=cwd,
+            env={**os.environ, **_ENV},
+            capture_output=True,
+            text=True,
+            errors="surrogateescape",
+            check=False,
         )
     except FileNotFoundError:
         raise VersionedImportError(f"{what}: git is not installed (needed once per version, to fetch it)") from None

@@ -28,7 +28,7 @@ def import_(repo: str, path: str, version: Optional[str]) -> ModuleType:
     cache = RepoCache(root, repo_)
     if version is None:
         tree = cache.working_copy(dev.dev_root(root))
-        leaf, what = dev.report(repo_, tree, root / "dev-patches"), f"{repo_} development working copy"
+        leaf, what = dev.report(tree, root / "dev-patches"), f"{repo_} development working copy"
     else:
         version_ = Version.parse(version)
         tree, commit = cache.tree(version_)
