@@ -63,7 +63,11 @@ def origin(tmp_path, monkeypatch) -> Origin:
             "pkg/__init__.py": "from .helper import VALUE\n",
             "pkg/helper.py": "VALUE = 1\n\n\ndef value():\n    return VALUE\n",
             "setups-data/my-model.py": "NAME = 'dashed'\n",
-            "train.config": "num_epochs = 3\n",
+            "train.config": "num_epochs = 3\n\n\ndef epochs():\n    return num_epochs\n",
+            "a.b.py": "DOTTED = True\n",
+            "some.dir/x.py": "X = 1\n",
+            "x.config": "X = 'config'\n",
+            "x_config.py": "X = 'py'\n",
         },
         "2024-01-02T03:04:05+01:00",
     )
@@ -90,9 +94,18 @@ def test_two_versions_of_one_module_live_side_by_side_with_their_relative_import
     assert import_(REPO, "pkg/helper.py", origin.version(0)) is first.helper
 
 
-def test_dashed_names_and_files_not_ending_in_py_are_imported(origin):
+def test_dashed_names_and_files_not_ending_in_py_are_imported_and_unpickled(origin):
     assert import_(REPO, "setups-data/my-model.py", origin.version(0)).NAME == "dashed"
-    assert import_(REPO, "train.config", origin.version(0)).num_epochs == 3
+    config = import_(REPO, "train.config", origin.version(0))
+    assert config.num_epochs == 3 and config.__name__.endswith(".train_config")
+    assert import_(REPO, "a.b.py", origin.version(0)).DOTTED
+    code = "import pickle, sys; print(pickle.loads(sys.stdin.buffer.read())())"
+    done = subprocess.run([sys.executable, "-c", code], input=pickle.dumps(config.epochs), capture_output=True)
+    assert (done.returncode, done.stdout) == (0, b"3\n"), done.stderr
+    with pytest.raises(VersionedImportError, match=r"'x.config' would be the module x_config, which 'x_config.py' is"):
+        import_(REPO, "x.config", origin.version(0))
+    with pytest.raises(VersionedImportError, match=r"'some.dir/x.py': a directory with a dot in its name cannot be"):
+        import_(REPO, "some.dir/x.py", origin.version(0))
 
 
 def test_a_cached_version_needs_neither_git_nor_the_origin_and_the_cache_can_be_moved(origin, tmp_path):

@@ -38,11 +38,19 @@ def install() -> None:
         sys.meta_path.insert(0, _Finder())
 
 
+def file_module_name(file_name: str) -> str:
+    """The module name of a Python file that Python's own finder cannot import (``train.config``, ``a.b.py``):
+    ``train_config``, ``a_b_py``."""
+    return identifier(file_name)
+
+
 class _Finder(importlib.abc.MetaPathFinder):
     def find_spec(self, fullname: str, path=None, target=None) -> Optional[importlib.machinery.ModuleSpec]:
         parts = fullname.split(".")
-        if parts[0] != ROOT_PACKAGE or not 1 < len(parts) <= _DEPTH:
-            return None  # the modules inside a version are found through its package's __path__
+        if parts[0] != ROOT_PACKAGE or len(parts) == 1:
+            return None
+        if len(parts) > _DEPTH:  # inside a version: Python's finder, but for files named as file_module_name says
+            return _file_spec(fullname, parts[-1], path or [])
         if len(parts) < _DEPTH:
             spec = importlib.machinery.ModuleSpec(fullname, None, is_package=True)
             spec.submodule_search_locations = []
@@ -54,6 +62,18 @@ class _Finder(importlib.abc.MetaPathFinder):
         spec = importlib.machinery.ModuleSpec(fullname, None, is_package=True)
         spec.submodule_search_locations = [str(tree)]
         return spec
+
+
+def _file_spec(fullname: str, name: str, directories: list[str]) -> Optional[importlib.machinery.ModuleSpec]:
+    for directory in directories:
+        if os.path.exists(os.path.join(directory, f"{name}.py")) or os.path.isdir(os.path.join(directory, name)):
+            return None
+        for entry in _listdir(Path(directory)):
+            file = os.path.join(directory, entry)
+            if file_module_name(entry) == name and os.path.isfile(file):
+                loader = importlib.machinery.SourceFileLoader(fullname, file)
+                return importlib.util.spec_from_file_location(fullname, file, loader=loader)
+    return None
 
 
 def _search(parts: list[str]) -> Path:

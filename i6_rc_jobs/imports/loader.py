@@ -4,10 +4,6 @@ versions of one module live side by side and relative imports inside the reposit
 from __future__ import annotations
 
 import importlib
-import importlib.machinery
-import importlib.util
-import sys
-from pathlib import Path
 from types import ModuleType
 from typing import Optional
 
@@ -39,23 +35,14 @@ def import_(repo: str, path: str, version: Optional[str]) -> ModuleType:
     package = finder.package_name(repo_, leaf)
     finder.register(package, tree)
     *directories, last = parts
-    parent = ".".join([package, *directories])
-    if target.is_dir() or last.endswith(".py"):
-        return importlib.import_module(f"{parent}.{last.removesuffix('.py')}")
-    return _load_file(f"{parent}.{finder.identifier(last)}", target)
-
-
-def _load_file(name: str, path: Path) -> ModuleType:
-    """A Python file whose name does not end in ``.py`` (e.g. a RETURNN ``.config``), as the module ``name``."""
-    if name in sys.modules:
-        return sys.modules[name]
-    importlib.import_module(name.rpartition(".")[0])
-    loader = importlib.machinery.SourceFileLoader(name, str(path))
-    module = importlib.util.module_from_spec(importlib.util.spec_from_loader(name, loader))
-    sys.modules[name] = module
-    try:
-        loader.exec_module(module)
-    except BaseException:
-        del sys.modules[name]  # so that a later import tries again
-        raise
-    return module
+    dotted = [part for part in directories if "." in part] + ([last] if target.is_dir() and "." in last else [])
+    if dotted:
+        raise VersionedImportError(f"{what}: {path!r}: a directory with a dot in its name cannot be a package")
+    if target.is_dir() or (last.endswith(".py") and "." not in last.removesuffix(".py")):
+        name = last.removesuffix(".py")
+    else:  # e.g. a RETURNN .config: found by the finder under a name of its own
+        name = finder.file_module_name(last)
+        taken = [entry for entry in (f"{name}.py", name) if (target.parent / entry).exists()]
+        if taken:
+            raise VersionedImportError(f"{what}: {path!r} would be the module {name}, which {taken[0]!r} is already")
+    return importlib.import_module(".".join([package, *directories, name]))
