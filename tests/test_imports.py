@@ -21,7 +21,7 @@ import pytest
 from sisyphus.hash import sis_hash_helper
 
 from i6_rc_jobs.imports import VersionedImportError, import_
-from i6_rc_jobs.imports.cache import ENV
+from i6_rc_jobs.imports.cache import ENV, _into_place
 from i6_rc_jobs.imports.dev import ENV as DEV_ENV
 from tests.support.sisyphus_setup import job_dirs, make_setup, run_manager
 
@@ -187,16 +187,28 @@ def test_eight_processes_importing_a_new_version_at_once_all_get_it(origin, tmp_
     assert os.listdir(origin.cache / "tmp") == []
 
 
-def test_a_partial_tree_left_by_a_killed_process_is_never_used_and_is_removed(origin):
+def test_what_killed_processes_left_half_made_is_removed_and_what_others_make_is_kept(origin):
     dead = subprocess.Popen([sys.executable, "-c", "pass"])
     dead.wait()
-    partial = origin.cache / "tmp" / f"{socket.gethostname()}.{dead.pid}.abc123"
-    (partial / "pkg").mkdir(parents=True)
-    (partial / "pkg" / "__init__.py").write_text("VALUE = 'partial'\n")
-    other_host = origin.cache / "tmp" / f"other-host.example.{dead.pid}.def456"
-    other_host.mkdir()
+    host = socket.gethostname()
+    left = [
+        origin.cache / "tmp" / f".tree.{host}.{dead.pid}.abc123",  # a tree being extracted
+        origin.cache / "git" / "example.org" / "test" / f".origin.git.{host}.{dead.pid}.def456",  # a clone
+    ]
+    others = [origin.cache / "tmp" / f".tree.other-host.example.{dead.pid}.ghi789", origin.cache / "tmp" / "notes"]
+    for directory in left + others:
+        directory.mkdir(parents=True)
     assert import_(REPO, "pkg", origin.version(0)).VALUE == 1
-    assert not partial.exists() and other_host.exists()
+    assert [d.exists() for d in left + others] == [False, False, True, True]
+
+
+def test_a_tree_put_in_place_by_another_host_meanwhile_is_kept(tmp_path):
+    target, partial = tmp_path / "tree", tmp_path / "partial"
+    for directory, text in ((target, "first"), (partial, "second")):
+        directory.mkdir()
+        (directory / "file.py").write_text(text)
+    _into_place(partial, target)
+    assert (target / "file.py").read_text() == "first"
 
 
 def test_the_files_of_a_version_are_read_only(origin):

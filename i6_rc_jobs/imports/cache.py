@@ -110,11 +110,10 @@ class RepoCache:
 
     def _clone(self, target: Path, *options: str, what: str) -> None:
         """Clones into ``target`` by way of a temporary directory beside it: a killed clone leaves no repository."""
-        target.parent.mkdir(parents=True, exist_ok=True)
-        partial = tempfile.mkdtemp(dir=target.parent, prefix=f".{target.name}.")
+        partial = _partial(target.parent, target.name)
         try:
-            git.git("clone", *options, "--quiet", self.repo.url, partial, what=what)
-            os.rename(partial, target)
+            git.git("clone", *options, "--quiet", self.repo.url, str(partial), what=what)
+            _into_place(partial, target)
         finally:
             shutil.rmtree(partial, ignore_errors=True)
 
@@ -140,19 +139,15 @@ class RepoCache:
         return commit, date
 
     def _extract(self, commit: str, date: str) -> Path:
-        tmp = self.root / "tmp"
-        tmp.mkdir(parents=True, exist_ok=True)
-        _remove_abandoned(tmp)
-        partial = Path(tempfile.mkdtemp(dir=tmp, prefix=f"{socket.gethostname()}.{os.getpid()}."))
+        partial = _partial(self.root / "tmp", "tree")
         try:
             git.extract(str(self.git_dir), commit, str(partial), what=f"{self.repo} commit {commit}")
             (partial / STAMP).write_text(f"{commit} {date}\n")
             _read_only(partial)
             self.trees.mkdir(parents=True, exist_ok=True)
-            os.rename(partial, self.trees / commit)
-        except BaseException:
+            _into_place(partial, self.trees / commit)
+        finally:
             shutil.rmtree(partial, ignore_errors=True)
-            raise
         return self.trees / commit
 
 
@@ -165,14 +160,27 @@ def _read_only(tree: Path) -> None:
                 os.chmod(path, stat.S_IMODE(os.stat(path).st_mode) & ~0o222)
 
 
-def _remove_abandoned(tmp: Path) -> None:
-    """Removes the partial trees of processes on this host that died while extracting (``<host>.<pid>.<random>``;
-    a cache on a shared file system also holds those of other hosts)."""
-    host = socket.gethostname()
-    for entry in os.listdir(tmp):
-        *owner, pid, _ = entry.split(".")
-        if ".".join(owner) == host and pid.isdigit() and not _alive(int(pid)):
-            shutil.rmtree(tmp / entry, ignore_errors=True)
+def _partial(directory: Path, label: str) -> Path:
+    """A new directory ``.<label>.<host>.<pid>.<random>`` in ``directory``, to build something in before it is renamed
+    into place. Removes first those that processes of this host left when they died (a cache on a shared file
+    system also holds those of other hosts, which may still be at work)."""
+    directory.mkdir(parents=True, exist_ok=True)
+    prefix, host = f".{label}.", socket.gethostname()
+    for entry in os.listdir(directory):
+        parts = entry[len(prefix) :].split(".") if entry.startswith(prefix) else []
+        if len(parts) >= 3 and ".".join(parts[:-2]) == host and parts[-2].isdigit() and not _alive(int(parts[-2])):
+            shutil.rmtree(directory / entry, ignore_errors=True)
+    return Path(tempfile.mkdtemp(dir=directory, prefix=f"{prefix}{host}.{os.getpid()}."))
+
+
+def _into_place(partial: Path, target: Path) -> None:
+    """Renames the complete ``partial`` to ``target``; keeps the one another process put there first (which the lock
+    prevents, unless the file system does not lock across hosts)."""
+    try:
+        os.rename(partial, target)
+    except OSError:
+        if not target.is_dir():
+            raise
 
 
 def _alive(pid: int) -> bool:

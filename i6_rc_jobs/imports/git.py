@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import subprocess
+import tempfile
 from typing import Optional
 
 from .errors import VersionedImportError
@@ -39,16 +40,18 @@ def run_git(*args: str, cwd: Optional[str] = None, what: str) -> subprocess.Comp
 
 def extract(git_dir: str, commit: str, target: str, what: str) -> None:
     """Writes the files of ``commit`` into the (new, empty) directory ``target``, as ``git archive`` gives them."""
-    archive = subprocess.Popen(
-        ["git", "--git-dir", git_dir, "archive", "--format=tar", commit],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        env={**os.environ, **_ENV},
-    )
-    untar = subprocess.run(["tar", "-x", "-C", target], stdin=archive.stdout, capture_output=True, check=False)
-    archive.stdout.close()
-    archive_error = archive.stderr.read().decode(errors="replace").strip()
-    archive.stderr.close()
-    if archive.wait() != 0 or untar.returncode != 0:
+    with tempfile.TemporaryFile() as errors:  # not a pipe: git could block on it while tar waits for the archive
+        archive = subprocess.Popen(
+            ["git", "--git-dir", git_dir, "archive", "--format=tar", commit],
+            stdout=subprocess.PIPE,
+            stderr=errors,
+            env={**os.environ, **_ENV},
+        )
+        untar = subprocess.run(["tar", "-x", "-C", target], stdin=archive.stdout, capture_output=True, check=False)
+        archive.stdout.close()
+        status = archive.wait()
+        errors.seek(0)
+        archive_error = errors.read().decode(errors="replace").strip()
+    if status != 0 or untar.returncode != 0:
         problem = archive_error or untar.stderr.decode(errors="replace").strip()
         raise VersionedImportError(f"{what}: extracting commit {commit} failed: {problem}")
