@@ -56,6 +56,7 @@ def test_copies_pickles_and_edits_never_see_each_other_and_what_is_remembered_is
     pool = [encoder_decoder()]
     expected = [pool[0].get()]  # the code each serializer must write
     closings = [0]  # how often each was closed: a dict read before a closing is no longer its own
+    opened = [False]  # read since made or closed: a shallow copy then shares the open dicts
     kept: list[tuple[int, int, dict]] = []  # dicts handed out: (serializer, its closings then, the dict)
     for operation, pick, value in operations:
         i = pick % len(pool)
@@ -64,15 +65,24 @@ def test_copies_pickles_and_edits_never_see_each_other_and_what_is_remembered_is
             pool.append(copy.deepcopy(s) if operation == "deepcopy" else pickle.loads(pickle.dumps(s)))
             expected.append(expected[i])
             closings.append(0)
-        elif operation == "copy":  # a shallow copy of an open serializer shares its (open) dicts: only hashes
-            assert sis_hash_helper(copy.copy(s)) == serializer_sis_hash(s)
+            opened.append(False)
+        elif operation == "copy":
+            twin = copy.copy(s)
+            assert sis_hash_helper(twin) == serializer_sis_hash(s)
+            if not opened[i]:  # an open one's shallow copy shares its open dicts, edits included: not a new member
+                pool.append(twin)
+                expected.append(expected[i])
+                closings.append(0)
+                opened.append(False)
         elif operation == "hash":
             sis_hash_helper(s)
         elif operation == "edit":
             s.network["enc"]["subnetwork"]["ff"]["dropout"] = value / 10
             expected[i] = s.get()
+            opened[i] = True
         elif operation == "keep":
             kept.append((i, closings[i], s.network))
+            opened[i] = True
         elif operation in ("edit kept", "resize kept dim") and kept:
             owner, closed_before, network = kept[pick % len(kept)]
             if operation == "edit kept":
@@ -84,6 +94,7 @@ def test_copies_pickles_and_edits_never_see_each_other_and_what_is_remembered_is
         elif operation == "close":
             s.close()
             closings[i] += 1
+            opened[i] = False
         elif operation == "unhashed":
             s.unhashed = frozenset(["extern_data"] if value % 2 else [])
         for j, other in enumerate(pool):

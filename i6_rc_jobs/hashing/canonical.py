@@ -84,8 +84,8 @@ def _first(pair: tuple) -> Any:
 
 
 GLOBAL_TOKENS = {"batch_dim": Token("batch_dim"), "single_step_dim": Token("single_step_dim")}
-#: Where the globals go among set elements: first, by name (numbered dims follow by index).
-GLOBAL_ORDER = {"batch_dim": -2, "single_step_dim": -1}
+#: Where the globals go among set elements: first, by name (numbered dims follow by index), as in _order_key.
+GLOBAL_ORDER = {name: i - len(GLOBAL_TOKENS) for i, name in enumerate(sorted(GLOBAL_TOKENS))}
 
 
 class Canonicalizer:

@@ -51,8 +51,8 @@ def config_code(returnn_config: ReturnnConfig) -> str:
         twice = [name for name, source in names.items() if name in bound and (source is None or bound[name] != source)]
         if twice:
             raise SerializationError(
-                f"{sorted(twice)} are defined by two serializers, the later one would replace the other's: "
-                f"put extern_data and the network(s) into one ReturnnCommonSerializer, so that they share dims"
+                f"{sorted(twice)} are defined by two serializers, the later one would replace the other's (dims: put "
+                f"extern_data and the network(s) into one ReturnnCommonSerializer, so that they share them)"
             ).at("returnn_config.python_prolog/python_epilog")
         bound.update(names)
         rendered[id(serializer)] = code
