@@ -104,10 +104,15 @@ def leaves(dim_count: int) -> st.SearchStrategy:
 
 
 def structures(dim_count: int) -> st.SearchStrategy:
-    """Nested dicts, lists, tuples, sets and namedtuples over :func:`leaves`; dims also as dict keys."""
+    """Nested dicts, lists, tuples, sets (frozensets in them) and namedtuples over :func:`leaves`; dims also as dict
+    keys."""
     keys = st.one_of(st.text(max_size=8), st.integers(0, max(dim_count - 1, 0)).map(lambda i: ("DIM", i)))
+    dim = st.integers(0, max(dim_count - 1, 0)).map(lambda i: ("DIM", i))
     hashable = st.one_of(
-        st.text(max_size=8), st.integers(), st.integers(0, max(dim_count - 1, 0)).map(lambda i: ("DIM", i))
+        st.text(max_size=8),
+        st.integers(),
+        dim,
+        st.lists(st.one_of(st.text(max_size=4), dim), max_size=3).map(lambda xs: ("FROZENSET", xs)),  # sets in sets
     )
     return st.recursive(
         leaves(dim_count),
@@ -127,9 +132,10 @@ def build_structure(spec: Any, dims: list[Any], reverse_dicts: bool = False) -> 
     if isinstance(spec, tuple) and spec and spec[0] == "DIM":
         dim = dims[spec[1]]
         return dim if dim is not None else "no-dim"
-    if isinstance(spec, tuple) and spec and spec[0] in ("TUPLE", "SET", "PAIR"):
+    if isinstance(spec, tuple) and spec and spec[0] in ("TUPLE", "SET", "FROZENSET", "PAIR"):
         items = [build_structure(x, dims, reverse_dicts) for x in spec[1]]
-        return tuple(items) if spec[0] == "TUPLE" else set(items) if spec[0] == "SET" else Pair(*items)
+        kinds = {"TUPLE": tuple, "SET": set, "FROZENSET": frozenset, "PAIR": lambda xs: Pair(*xs)}
+        return kinds[spec[0]](items)
     if isinstance(spec, dict):
         items = []
         for k, v in spec.items():  # keys RETURNN finds equal (a dim and its copy) collapse; keep the first, always

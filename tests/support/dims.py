@@ -115,4 +115,6 @@ def _sort_key(value: Any) -> str:
         return f"dim {value.description} {value.kind} {value.match_priority}"
     if isinstance(value, MarkedDim):
         return f"marked {type(value).__name__} {_sort_key(value.tag)}"
+    if isinstance(value, (set, frozenset)):  # its repr follows the hash order of its elements
+        return f"{type(value).__name__} {sorted(map(_sort_key, value))}"
     return f"{type(value).__name__} {value!r}"
