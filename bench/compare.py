@@ -206,11 +206,9 @@ def environment() -> dict[str, Any]:
 
     import returnn
 
-    lock = {}
-    for line in (REPO / "rwth-i6.lock").read_text().splitlines():
-        parts = line.split()
-        if len(parts) == 3 and not line.startswith("#"):
-            lock[parts[0]] = parts[2][:10]
+    from tests.support.pins import pins
+
+    lock = {name: commit[:10] for name, commit in pins().items()}
     return {
         "date": datetime.datetime.now().astimezone().isoformat(timespec="seconds"),
         "python": platform.python_version(),

@@ -24,6 +24,8 @@ import tempfile
 import time
 from typing import Any
 
+from tests.support.pins import version
+
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 
 #: Times the import_ call only (not importing the library), in a process of its own.
@@ -71,9 +73,6 @@ def returnn_common() -> tuple[str, str, str, dict[str, str]]:
     """returnn_common at the commit rwth-i6.lock pins, its small top-level module. Where git maps the GitHub URL to a
     mirror (as on these machines), RETURNN's spelling ``https://github.com:/...`` is mapped to it too, so that both
     read the same mirror."""
-    pins = [line.split() for line in (ROOT / "rwth-i6.lock").read_text().splitlines() if not line.startswith("#")]
-    commit = next(pin[2] for pin in pins if pin and pin[0] == "returnn_common")
-    date = _git(ROOT / ".deps/src/returnn_common", "log", "-1", "--format=%cd", "--date=format:%Y%m%d", commit).strip()
     url = "https://github.com/rwth-i6/returnn_common"
     mapped = subprocess.run(
         ["git", "config", "--get-regexp", r"^url\..*\.insteadof$", f"^{url}$"], capture_output=True, text=True
@@ -86,7 +85,7 @@ def returnn_common() -> tuple[str, str, str, dict[str, str]]:
             "GIT_CONFIG_KEY_0": f"url.{base}.insteadOf",
             "GIT_CONFIG_VALUE_0": url.replace("github.com/", "github.com:/"),
         }
-    return "github.com/rwth-i6/returnn_common", "_lazy_loader.py", f"{date}-{commit[:12]}", git_env
+    return "github.com/rwth-i6/returnn_common", "_lazy_loader.py", version("returnn_common"), git_env
 
 
 def _run(

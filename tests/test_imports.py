@@ -23,6 +23,7 @@ from sisyphus.hash import sis_hash_helper
 from i6_rc_jobs.imports import VersionedImportError, import_
 from i6_rc_jobs.imports.cache import ENV, _into_place
 from i6_rc_jobs.imports.dev import ENV as DEV_ENV
+from tests.support.pins import version as pinned_version
 from tests.support.sisyphus_setup import job_dirs, make_setup, run_manager
 
 REPO = "example.org/test/origin"
@@ -230,17 +231,9 @@ def test_fetch_command_fills_the_cache_for_processes_without_git(origin):
     assert (done.returncode, done.stdout) == (0, "2\n"), done.stderr
 
 
-def _pinned_returnn_common() -> str:
-    """The version of returnn_common that rwth-i6.lock pins."""
-    pins = [line.split() for line in Path("rwth-i6.lock").read_text().splitlines() if not line.startswith("#")]
-    commit = next(pin[2] for pin in pins if pin and pin[0] == "returnn_common")
-    date = _git(Path(".deps/src/returnn_common"), "log", "-1", "--format=%cd", "--date=format:%Y%m%d", commit).strip()
-    return f"{date}-{commit[:12]}"
-
-
 def test_returnn_common_from_its_github_url_at_the_pinned_version(tmp_path, monkeypatch):
     monkeypatch.setenv(ENV, str(tmp_path / "cache"))
-    version = _pinned_returnn_common()
+    version = pinned_version("returnn_common")
     loader = import_("github.com/rwth-i6/returnn_common", "_lazy_loader.py", version)
     commit = _git(Path(".deps/src/returnn_common"), "rev-parse", version.split("-")[1]).strip()
     assert loader.__file__ == str(
@@ -360,7 +353,7 @@ def test_a_model_built_with_returnn_common_at_a_version_serializes_as_with_the_i
         sys.stderr.write(serializer.get() + sis_hash_helper(serializer).hex())
     """
     written = []
-    for which in (_pinned_returnn_common(), "installed"):
+    for which in (pinned_version("returnn_common"), "installed"):
         done = subprocess.run(
             [sys.executable, "-c", textwrap.dedent(build), which],
             capture_output=True,

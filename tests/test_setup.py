@@ -5,6 +5,7 @@ import shutil
 import subprocess
 import time
 
+from tests.support.pins import pins
 from tests.support.sisyphus_setup import REPO
 
 
@@ -17,8 +18,7 @@ def test_second_run_is_quick_and_changes_nothing():
     assert time.monotonic() - start < 20
     assert proc.stdout == ""  # nothing was (re)installed, cloned or checked out
     assert pth.read_text() == before
-    pins = [line.split() for line in (REPO / "rwth-i6.lock").read_text().splitlines() if line and line[0] != "#"]
-    for name, _, commit in pins:
+    for name, commit in pins().items():
         head = subprocess.run(
             ["git", "-C", str(REPO / ".deps" / "src" / name), "rev-parse", "HEAD"], capture_output=True
         )

@@ -121,15 +121,7 @@ class RepoCache:
         """(full commit, date) of the version's commit prefix, None if no commit has it."""
         what = f"{self.repo} version {version}"
         done = git.run_git(
-            "--git-dir",
-            str(self.git_dir),
-            "log",
-            "-1",
-            "--format=%H %cd",
-            "--date=format:%Y%m%d%H%M%S",
-            f"{version.commit}^{{commit}}",
-            "--",
-            what=what,
+            "--git-dir", str(self.git_dir), *git.COMMIT_AND_DATE, f"{version.commit}^{{commit}}", "--", what=what
         )
         if done.returncode != 0:
             if "ambiguous" in done.stderr and "short" in done.stderr:

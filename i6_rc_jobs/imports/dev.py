@@ -56,9 +56,7 @@ def _name(commit: str, patch: bytes) -> str:
 def _state(path: Path, what: str) -> tuple[str, str, list[str], bytes]:
     """(commit, its date, the changes as ``XY path``, the patch of all of them against the commit)."""
     cwd = str(path)
-    commit, date = git.git(
-        "log", "-1", "--format=%H %cd", "--date=format:%Y%m%d%H%M%S", "HEAD", cwd=cwd, what=what
-    ).split()
+    commit, date = git.git(*git.COMMIT_AND_DATE, "HEAD", cwd=cwd, what=what).split()
     entries = git.git("status", "--porcelain=v1", "-z", "--untracked-files=all", cwd=cwd, what=what).split("\0")
     changes, untracked = [], []
     entries.reverse()

@@ -9,6 +9,9 @@ from typing import Optional
 
 from .errors import VersionedImportError
 
+#: ``git log`` arguments that print a commit as ``<full commit> <committer date YYYYMMDDHHMMSS>`` (in the commit's
+#: own time zone, as RETURNN dates versions): what a version's ``<date>-<commit>`` is checked against.
+COMMIT_AND_DATE = ("log", "-1", "--format=%H %cd", "--date=format:%Y%m%d%H%M%S")
 #: No password prompt can hang a Sisyphus manager or a cluster job.
 _ENV = {"GIT_TERMINAL_PROMPT": "0", "GIT_ASKPASS": "true", "LC_ALL": "C"}
 

@@ -10,6 +10,7 @@ one description) stay two variables; both are written with ``auto_generated=True
 
 from __future__ import annotations
 
+import copy
 from typing import Any, Iterable, Optional
 
 from returnn.tensor import Dim, batch_dim, single_step_dim
@@ -83,20 +84,10 @@ class DimCapture:
             return ref
         own = self._adopted.get(id(ref))
         if own is None:
-            base = None if ref.copy_of is None else self.adopt(ref.copy_of)
-            own = DimRef(
-                self._names.allocate(ref.description or (base.name if base is not None else ref.name)),
-                kind=ref.kind,
-                size=ref.size,
-                description=ref.description,
-                op=ref.op,
-                inputs=tuple(self.adopt(x) if isinstance(x, DimRef) else x for x in ref.inputs),
-                copy_of=base,
-                match_priority=ref.match_priority,
-                auto_generated=ref.auto_generated,
-                special=ref.special,
-                capacity=ref.capacity,
-            )
+            own = copy.copy(ref)  # every field as it is, but the name and the refs it is made from
+            own.copy_of = None if ref.copy_of is None else self.adopt(ref.copy_of)
+            own.inputs = tuple(self.adopt(x) if isinstance(x, DimRef) else x for x in ref.inputs)
+            own.code = self._names.allocate(ref.description or (own.copy_of or ref).name)
             self._adopted[id(ref)] = own
             self._alive.append(ref)
         return own

@@ -50,10 +50,10 @@ def sisyphus_values(value: Any) -> list[DelayedBase]:
         cls = type(item)
         if cls in LEAF_TYPES:
             continue
-        if cls is dict or isinstance(item, (list, tuple, set, frozenset)):
+        if isinstance(item, (dict, list, tuple, set, frozenset)):  # dict subclasses too (edited dicts may hold them)
             if id(item) not in seen:
                 seen.add(id(item))
-                if cls is dict:
+                if isinstance(item, dict):
                     stack.extend(item)  # keys
                     stack.extend(item.values())
                 else:
@@ -68,8 +68,8 @@ def walk_guarded(walk: Callable[..., Any], value: Any, root: str, *args: Any) ->
     into an error that names where the dict contains itself (cycles are searched only when one overflows).
 
     The garbage collector is paused meanwhile: the walks build trees (no cycles) of thousands of containers, which
-    the collector would otherwise traverse again and again while they are being built (a third of hashing's time
-    on a big net, in a process that holds TensorFlow)."""
+    the collector would otherwise traverse again and again while they are being built (6% of hashing's time on
+    Transformer-24, median of 30 interleaved runs in a process that holds TensorFlow)."""
     was_enabled = gc.isenabled()
     gc.disable()
     try:
