@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import copy
 import hashlib
+import itertools
 import os
 import pickle
 import time
@@ -39,6 +40,22 @@ def _digest(sis_hash_bytes: bytes) -> str:
     return hashlib.sha256(sis_hash_bytes).hexdigest()[:16]
 
 
+def _new_files(path: str) -> Callable[[], str]:
+    """A new file name next to ``path`` for each repetition, the last one's file removed: a job writes its config
+    once, into a new job directory, so replacing or truncating an existing file is a cost no job pays."""
+    count = itertools.count()
+    last: list[str] = []
+
+    def new_file() -> str:
+        if last and os.path.exists(last[0]):
+            os.unlink(last[0])
+        root, ext = os.path.splitext(path)
+        last[:] = [f"{root}-{next(count)}{ext}"]
+        return last[0]
+
+    return new_file
+
+
 def ours(model: Model, path: str, details: bool = True) -> Method:
     """i6_rc_jobs: ReturnnCommonSerializer in python_prolog, ``write_config_file`` (writes atomically; the compile
     check CreateConfigJob adds is timed apart, as a fact).
@@ -49,7 +66,10 @@ def ours(model: Model, path: str, details: bool = True) -> Method:
     from i6_rc_jobs import ReturnnCommonSerializer
     from i6_rc_jobs.serialization.config_file import write_config_file
 
+    new_file = _new_files(path)
+
     def run(rep: Rep) -> None:
+        path = new_file()
         with rep.step("construct"):
             serializer = ReturnnCommonSerializer(extern_data=model.extern_data, network=model.network)
         config = ReturnnConfig(copy.deepcopy(HYPER), python_prolog=[serializer], black_formatting=False)
@@ -133,7 +153,10 @@ def proxy_way(model: Model, path: str) -> Method:
     from i6_core.returnn.config import ReturnnConfig
     from sisyphus.hash import sis_hash_helper
 
+    new_file = _new_files(path)
+
     def run(rep: Rep) -> None:
+        path = new_file()
         config = ReturnnConfig(
             dict(copy.deepcopy(HYPER), extern_data=model.extern_data, network=model.network), black_formatting=False
         )
@@ -161,7 +184,10 @@ def returnn_config_v2(model: Model, path: str) -> Method:
     from i6_core.returnn.config import ReturnnConfigV2
     from sisyphus.hash import sis_hash_helper
 
+    new_file = _new_files(path)
+
     def run(rep: Rep) -> None:
+        path = new_file()
         with rep.step("construct"):
             config = ReturnnConfigV2(
                 dict(copy.deepcopy(HYPER), extern_data=model.extern_data, network=model.network),

@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import os
+import stat
 
 import pytest
 from i6_core.returnn.config import ReturnnConfig
 from sisyphus.hash import short_hash
 
 from i6_rc_jobs import CreateConfigJob, SerializationError
-from i6_rc_jobs.serialization import config_file
+from i6_rc_jobs import atomic_file
 from i6_rc_jobs.serialization.config_file import config_code, write_config_file
 from tests.support.cases import encoder_decoder, staged
 from tests.support.jobs import MakeCheckpoint
@@ -103,10 +104,44 @@ def test_a_killed_write_leaves_no_file(tmp_path, monkeypatch):
     def killed(src, dst):
         raise KeyboardInterrupt
 
-    monkeypatch.setattr(config_file.os, "replace", killed)
+    monkeypatch.setattr(atomic_file.os, "replace", killed)
     with pytest.raises(KeyboardInterrupt):
         write_config_file(_config(encoder_decoder()), str(path))
     assert list(tmp_path.iterdir()) == []
+
+
+def test_the_data_is_flushed_to_disk_before_the_file_is_renamed_into_place(tmp_path, monkeypatch):
+    calls = []
+    fsync, replace = os.fsync, os.replace
+
+    def recorded_fsync(fd):
+        calls.append(("fsync", os.readlink(f"/proc/self/fd/{fd}"), os.fstat(fd).st_size))
+        fsync(fd)
+
+    def recorded_replace(src, dst):
+        calls.append(("replace", src, dst))
+        replace(src, dst)
+
+    monkeypatch.setattr(atomic_file.os, "fsync", recorded_fsync)
+    monkeypatch.setattr(atomic_file.os, "replace", recorded_replace)
+    path = tmp_path / "returnn.config"
+    write_config_file(_config(encoder_decoder()), str(path))
+    (_, synced, size), (_, src, dst) = calls
+    assert synced == src and dst == str(path) and size == path.stat().st_size > 0
+
+
+@pytest.mark.parametrize("umask", [0o022, 0o077, 0o002])
+def test_the_written_file_gets_the_mode_open_would_give_it(tmp_path, umask):
+    old = os.umask(umask)
+    try:
+        write_config_file(_config(encoder_decoder()), str(tmp_path / "returnn.config"))
+        (tmp_path / "by_open").write_text("")
+    finally:
+        os.umask(old)
+    assert stat.S_IMODE((tmp_path / "returnn.config").stat().st_mode) == 0o666 & ~umask
+    assert stat.S_IMODE((tmp_path / "returnn.config").stat().st_mode) == stat.S_IMODE(
+        (tmp_path / "by_open").stat().st_mode
+    )
 
 
 def test_a_failed_write_keeps_the_previous_file(tmp_path):

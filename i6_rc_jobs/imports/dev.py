@@ -7,9 +7,9 @@ from __future__ import annotations
 import hashlib
 import logging
 import os
-import tempfile
 from pathlib import Path
 
+from ..atomic_file import write_atomically
 from . import git
 from .errors import VersionedImportError
 
@@ -81,8 +81,5 @@ def _state(path: Path, what: str) -> tuple[str, str, list[str], bytes]:
 
 def _save(path: Path, patch: bytes) -> Path:
     path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".tmp.")
-    with os.fdopen(fd, "wb") as f:
-        f.write(patch)
-    os.replace(tmp, path)
+    write_atomically(path, patch)
     return path

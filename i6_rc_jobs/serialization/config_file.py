@@ -3,12 +3,11 @@
 from __future__ import annotations
 
 import copy
-import os
-import tempfile
 from typing import Any, Iterator, Optional
 
 from i6_core.returnn.config import ReturnnConfig
 
+from ..atomic_file import write_atomically
 from .errors import SerializationError
 from .serializer import ReturnnCommonSerializer
 
@@ -76,20 +75,9 @@ def _with_code(item: Any, rendered: dict[int, str]) -> Any:
 
 
 def write_config_file(returnn_config: ReturnnConfig, path: str, *, compile_check: bool = True) -> None:
-    """Puts the file in place atomically (a killed writer leaves no partial file), by default after compiling it,
+    """Puts the file in place atomically and durably (see :func:`write_atomically`), by default after compiling it,
     so that a syntax error (e.g. in a python_prolog string) names its line and nothing is written."""
     code = config_code(returnn_config)
     if compile_check:
         compile(code, path, "exec")
-    directory = os.path.dirname(os.path.abspath(path))
-    fd, tmp = tempfile.mkstemp(dir=directory, prefix=".tmp.", suffix=os.path.basename(path))
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
-            f.write(code)
-            f.flush()
-            os.fsync(f.fileno())
-        os.chmod(tmp, 0o644)
-        os.replace(tmp, path)
-    except BaseException:
-        os.unlink(tmp)
-        raise
+    write_atomically(path, code.encode("utf-8"))
