@@ -331,35 +331,70 @@ def test_sisyphus_hashes_a_function_of_a_version_by_its_commit_in_any_process(or
     assert (done.returncode, done.stdout) == (0, hashes[1]), done.stderr
 
 
-def test_a_model_built_with_returnn_common_at_a_version_serializes_as_with_the_installed_one(tmp_path):
-    """In processes of their own: returnn_common keeps state in RETURNN, so that after a model built with one
-    returnn_common another one in the same process may build other dicts (seen here: the Transformer's)."""
+def test_returnn_tells_two_copies_of_one_function_apart_in_processes_with_versioned_modules():
+    """Whether RETURNN's module is loaded before or after i6_rc_imports; without it, RETURNN takes one for the other
+    (the premise: should RETURNN fix its cache, this line says i6_rc_jobs.imports.code_identity can go)."""
+    code = """
+        import sys
+        if sys.argv[1] == "before":
+            import returnn.util.better_exchook
+        if sys.argv[1] != "without":
+            import i6_rc_imports
+        from returnn.util.better_exchook import get_func_from_code_object
+        copies = []
+        for file in ("/one/copy.py", "/other/copy.py"):
+            namespace = {}
+            exec(compile("def f(x):\\n    return x + 1\\n", file, "exec"), namespace)
+            copies.append(namespace["f"])
+        assert copies[0].__code__ == copies[1].__code__ and copies[0] is not copies[1]
+        found = [get_func_from_code_object(f.__code__) for f in copies]
+        print([copies.index(f) for f in found])
+    """
+    found = {}
+    for when in ("before", "after", "without"):
+        done = subprocess.run([sys.executable, "-c", textwrap.dedent(code), when], capture_output=True, text=True)
+        assert done.returncode == 0, done.stderr[-3000:]
+        found[when] = done.stdout.strip()
+    assert found == {"before": "[0, 1]", "after": "[0, 1]", "without": "[0, 0]"}
+
+
+def test_models_built_with_returnn_common_at_a_version_and_installed_serialize_alike_in_any_order(tmp_path):
+    """Built alone, or one after the other in one process in either order: the same code. (The same function in
+    two copies has equal code objects; without i6_rc_jobs.imports.code_identity, RETURNN's cache took one copy for
+    the other and returnn_common named the attention layers dot, dot_0 instead of energy, att.)"""
     build = """
         import sys
         from i6_rc_jobs import ReturnnCommonSerializer
         from i6_rc_jobs.imports import import_
         from sisyphus.hash import sis_hash_helper
-        if sys.argv[1] == "installed":
-            from returnn_common import nn
-        else:
-            nn = import_("github.com/rwth-i6/returnn_common", "nn", sys.argv[1])
-            assert nn.__name__.startswith("i6_rc_imports.github_com.rwth_i6.returnn_common.c"), nn.__name__
-        nn.reset_default_root_name_ctx()
-        in_dim = nn.FeatureDim("in", 9)
-        data = nn.get_extern_data(nn.Data("data", dim_tags=[nn.batch_dim, nn.SpatialDim("time"), in_dim]))
-        model = nn.Linear(in_dim, nn.FeatureDim("out", 4))
-        model(data).mark_as_default_output()
-        serializer = ReturnnCommonSerializer.from_returnn_common(model)
-        sys.stderr.write(serializer.get() + sis_hash_helper(serializer).hex())
+
+        def build(nn):
+            nn.reset_default_root_name_ctx()
+            time, feat = nn.SpatialDim("time"), nn.FeatureDim("feat", 8)
+            data = nn.get_extern_data(nn.Data("data", dim_tags=[nn.batch_dim, time, feat]))
+            model = nn.SelfAttention(in_dim=feat, proj_dim=feat, key_dim_total=feat, value_dim_total=feat, num_heads=2)
+            model(data, axis=time).mark_as_default_output()
+            serializer = ReturnnCommonSerializer.from_returnn_common(model)
+            return serializer.get() + sis_hash_helper(serializer).hex()
+
+        for which in sys.argv[1:]:
+            if which == "installed":
+                from returnn_common import nn
+            else:
+                nn = import_("github.com/rwth-i6/returnn_common", "nn", which)
+                assert nn.__name__.startswith("i6_rc_imports.github_com.rwth_i6.returnn_common.c"), nn.__name__
+            sys.stderr.write("\\0" + build(nn))
     """
-    written = []
-    for which in (pinned_version("returnn_common"), "installed"):
+    version = pinned_version("returnn_common")
+    env = {**os.environ, ENV: str(tmp_path / "cache"), "CUDA_VISIBLE_DEVICES": "", "TF_CPP_MIN_LOG_LEVEL": "3"}
+    written = {}
+    for order in (["installed"], [version], ["installed", version, "installed"], [version, "installed", version]):
         done = subprocess.run(
-            [sys.executable, "-c", textwrap.dedent(build), which],
-            capture_output=True,
-            text=True,
-            env={**os.environ, ENV: str(tmp_path / "cache"), "CUDA_VISIBLE_DEVICES": "", "TF_CPP_MIN_LOG_LEVEL": "3"},
+            [sys.executable, "-c", textwrap.dedent(build), *order], capture_output=True, text=True, env=env
         )
         assert done.returncode == 0, done.stderr[-3000:]
-        written.append(done.stderr[done.stderr.index("from returnn.tensor import") :])
-    assert written[0] == written[1] and "network = {" in written[0]
+        written[" ".join(order)] = done.stderr.split("\0")[1:]
+    assert all(len(codes) == len(order.split()) for order, codes in written.items())
+    first = written["installed"][0]
+    assert '"energy": {' in first and '"att_weights": {' in first
+    assert {code for codes in written.values() for code in codes} == {first}, written

@@ -1,0 +1,71 @@
+"""Two copies of one function, from two versions of a repository (or a version and the installed package), must stay
+two functions for RETURNN, which finds the function of a stack frame's code object (returnn_common names layers by
+it, ``nn.naming._auto_setup_parent_name_ctx``) through a cache keyed by the code object
+(``returnn.util.better_exchook._func_from_code_object_cache``). Code objects compare by content, not by file: the
+same function in two copies is one key there, and whichever copy ran first is taken for the other. returnn_common
+then names that other copy's layers differently (``dot`` and ``dot_0`` instead of ``energy`` and ``att``), so the
+net dict, and its hash, would depend on what the process built before. Every process with versioned modules keys
+that cache by identity instead."""
+
+from __future__ import annotations
+
+import importlib.abc
+import importlib.machinery
+import sys
+from types import ModuleType
+from typing import Any, Optional
+
+#: The module whose cache is keyed by identity.
+MODULE = "returnn.util.better_exchook"
+CACHE = "_func_from_code_object_cache"
+
+
+class IdentityCache(dict):
+    """code object -> function, by identity of the code object (kept alive with the entry, so its id stays its own).
+    Only what better_exchook uses: ``get`` and item assignment."""
+
+    def get(self, code: Any, default: Any = None) -> Any:
+        entry = super().get(id(code))
+        return entry[1] if entry is not None and entry[0] is code else default
+
+    def __setitem__(self, code: Any, function: Any) -> None:
+        super().__setitem__(id(code), (code, function))
+
+
+def install() -> None:
+    """Keys the cache by identity now if RETURNN's module is loaded, else as soon as it is."""
+    module = sys.modules.get(MODULE)
+    if module is not None:
+        _key_by_identity(module)
+    elif not any(isinstance(finder, _OnImport) for finder in sys.meta_path):
+        sys.meta_path.insert(0, _OnImport())
+
+
+def _key_by_identity(module: ModuleType) -> None:
+    if not isinstance(getattr(module, CACHE), IdentityCache):
+        setattr(module, CACHE, IdentityCache())
+
+
+class _OnImport(importlib.abc.MetaPathFinder):
+    """Finds RETURNN's module as Python would and has it keyed by identity right after it ran."""
+
+    def find_spec(self, fullname: str, path=None, target=None) -> Optional[importlib.machinery.ModuleSpec]:
+        if fullname != MODULE:
+            return None
+        spec = importlib.machinery.PathFinder.find_spec(fullname, path, target)
+        if spec is not None and spec.loader is not None:
+            spec.loader = _ThenKeyByIdentity(spec.loader)
+        return spec
+
+
+class _ThenKeyByIdentity(importlib.abc.Loader):
+    def __init__(self, loader: importlib.abc.Loader):
+        self.loader = loader
+
+    def create_module(self, spec: importlib.machinery.ModuleSpec) -> Optional[ModuleType]:
+        return self.loader.create_module(spec)
+
+    def exec_module(self, module: ModuleType) -> None:
+        module.__loader__ = module.__spec__.loader = self.loader  # the real one, for linecache, inspect, reloads
+        self.loader.exec_module(module)
+        _key_by_identity(module)
