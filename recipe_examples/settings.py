@@ -1,4 +1,5 @@
-"""Sisyphus settings for the example setup: every task runs locally, nothing asks questions.
+"""Sisyphus settings for the example setup: every task runs locally (or, with I6_RC_ENGINE=slurm, every task but
+the mini tasks on Slurm), nothing asks questions.
 
 Sisyphus executes this file inside ``sisyphus.global_settings`` (manager and workers), so the names
 below replace its defaults. See .deps/src/sisyphus/sisyphus/global_settings.py for all settings.
@@ -11,6 +12,15 @@ import sys
 def engine():
     from sisyphus.localengine import LocalEngine
 
+    if os.environ.get("I6_RC_ENGINE", "local") == "slurm":
+        from sisyphus.engine import EngineSelector
+        from sisyphus.simple_linux_utility_for_resource_management_engine import (
+            SimpleLinuxUtilityForResourceManagementEngine,
+        )
+
+        # Mini tasks (CreateConfigJob) run in the manager's machine, the rest is submitted with sbatch.
+        slurm = SimpleLinuxUtilityForResourceManagementEngine(default_rqmt={"cpu": 1, "mem": 2, "time": 1})
+        return EngineSelector(engines={"short": LocalEngine(cpus=1), "long": slurm}, default_engine="long")
     # One local engine for every task (mini tasks included). 2 CPUs and 16 GB fit a 24 GB machine;
     # a task asking for more than these limits would wait forever, so keep rqmts below them.
     return LocalEngine(cpus=2, gpus=0, mem=16)
@@ -29,6 +39,7 @@ DEFAULT_ENVIRONMENT_SET = {
     "OMP_NUM_THREADS": 1,
     "MKL_NUM_THREADS": 1,
     # No GPU: otherwise RETURNN compiles its native TF ops (NativeLstm2) with nvcc if it finds one, and fails.
+    # (On a cluster with GPUs, keep CUDA_VISIBLE_DEVICES instead: Slurm sets it to the GPUs a job got.)
     "CUDA_VISIBLE_DEVICES": "",
     "TF_CPP_MIN_LOG_LEVEL": "3",
 }
