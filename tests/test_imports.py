@@ -4,6 +4,8 @@ user's mirror or ssh setting would), and the real returnn_common through its Git
 from __future__ import annotations
 
 import gzip
+import hashlib
+import itertools
 import logging
 import os
 import pickle
@@ -93,6 +95,48 @@ def test_two_versions_of_one_module_live_side_by_side_with_their_relative_import
     assert (first.VALUE, second.VALUE) == (1, 2)
     assert first.helper is not second.helper
     assert import_(REPO, "pkg/helper.py", origin.version(0)) is first.helper
+
+
+def _colliding_commits(origin: Origin) -> tuple[str, str]:
+    """Two new commits of ``origin`` (on its last one, 2024-02-03) whose hashes share their first 7 hex digits:
+    messages are numbered until two commits collide, found by hashing them in Python as git does (about 20,000
+    tries, the same ones every time), and then written with git."""
+    tree = _git(origin.path, "rev-parse", "HEAD^{tree}").strip()
+    head = f"tree {tree}\nparent {origin.commits[-1]}\n"
+    head += "author t <t@t> 1706929506 +0100\ncommitter t <t@t> 1706929506 +0100\n\n"
+    seen: dict[str, tuple[str, bytes]] = {}
+    for i in itertools.count():
+        body = f"{head}{i}\n".encode()
+        commit = hashlib.sha1(b"commit %d\0" % len(body) + body).hexdigest()
+        first = seen.setdefault(commit[:7], (commit, body))
+        if first[0] != commit:
+            break
+    for made, made_body in (first, (commit, body)):
+        written = (
+            subprocess.run(
+                ["git", "hash-object", "-t", "commit", "-w", "--stdin"],
+                cwd=origin.path,
+                input=made_body,
+                capture_output=True,
+                check=True,
+            )
+            .stdout.decode()
+            .strip()
+        )
+        assert written == made
+        _git(origin.path, "branch", f"b{made}", made)
+    return first[0], commit
+
+
+def test_a_commit_prefix_of_two_commits_is_refused_as_ambiguous_by_git_and_by_the_cache(origin):
+    first, second = _colliding_commits(origin)
+    prefix = first[:7]
+    assert second.startswith(prefix) and second != first
+    with pytest.raises(VersionedImportError, match=f"version 20240203-{prefix}: the commit prefix is ambiguous: .*"):
+        import_(REPO, "pkg", f"20240203-{prefix}")  # git says so: nothing is cached yet
+    assert import_(REPO, "pkg", f"20240203-{first}").VALUE == import_(REPO, "pkg", f"20240203-{second}").VALUE == 2
+    with pytest.raises(VersionedImportError, match=rf"the commit prefix is ambiguous: \['{prefix}"):
+        import_(REPO, "pkg", f"20240203-{prefix}")  # the cache says so: both trees are there
 
 
 def test_dashed_names_and_files_not_ending_in_py_are_imported_and_unpickled(origin):
