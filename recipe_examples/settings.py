@@ -8,11 +8,15 @@ below replace its defaults. See .deps/src/sisyphus/sisyphus/global_settings.py f
 import os
 import sys
 
+_ENGINE = os.environ.get("I6_RC_ENGINE", "local")
+if _ENGINE not in ("local", "slurm"):
+    raise ValueError(f"I6_RC_ENGINE={_ENGINE!r}: choose local (the default) or slurm")
+
 
 def engine():
     from sisyphus.localengine import LocalEngine
 
-    if os.environ.get("I6_RC_ENGINE", "local") == "slurm":
+    if _ENGINE == "slurm":
         from sisyphus.engine import EngineSelector
         from sisyphus.simple_linux_utility_for_resource_management_engine import (
             SimpleLinuxUtilityForResourceManagementEngine,
@@ -29,9 +33,19 @@ def engine():
 # Workers start with a cleaned environment: only DEFAULT_ENVIRONMENT_KEEP survives and DEFAULT_ENVIRONMENT_SET
 # is added. The workers (and the RETURNN processes they start) use the python of the manager, i.e. .venv,
 # which finds sisyphus, i6_core, returnn and returnn_common through its .pth file: no PYTHONPATH needed.
-# The import cache's location is kept, so that workers find the versions the manager imported (i6_rc_jobs.imports).
+# The import cache's location is kept, so that workers find the versions the manager imported (i6_rc_jobs.imports),
+# and the engine choice, so that workers read these settings as the manager does.
 _python_bin = os.path.dirname(sys.executable)
-DEFAULT_ENVIRONMENT_KEEP = {"HOME", "PWD", "USER", "TMP", "TMPDIR", "I6_RC_IMPORTS_CACHE", "I6_RC_IMPORTS_DEV"}
+DEFAULT_ENVIRONMENT_KEEP = {
+    "HOME",
+    "PWD",
+    "USER",
+    "TMP",
+    "TMPDIR",
+    "I6_RC_IMPORTS_CACHE",
+    "I6_RC_IMPORTS_DEV",
+    "I6_RC_ENGINE",
+}
 DEFAULT_ENVIRONMENT_SET = {
     "PATH": ":".join([_python_bin, "/usr/local/bin", "/usr/bin", "/bin"]),
     "LANG": "C.UTF-8",
@@ -44,12 +58,14 @@ DEFAULT_ENVIRONMENT_SET = {
     "TF_CPP_MIN_LOG_LEVEL": "3",
 }
 
-# Local disk, small jobs: short waits instead of the defaults meant for network file systems and clusters.
-WAIT_PERIOD_BETWEEN_CHECKS = 2
-WAIT_PERIOD_CACHE = 1
-WAIT_PERIOD_JOB_FS_SYNC = 1
-WAIT_PERIOD_JOB_CLEANUP = 1
-WAIT_PERIOD_MTIME_OF_INPUTS = 0
+if _ENGINE == "local":
+    # Local disk, small jobs: short waits instead of the defaults, which are meant for network file systems and
+    # clusters (and kept for them).
+    WAIT_PERIOD_BETWEEN_CHECKS = 2
+    WAIT_PERIOD_CACHE = 1
+    WAIT_PERIOD_JOB_FS_SYNC = 1
+    WAIT_PERIOD_JOB_CLEANUP = 1
+    WAIT_PERIOD_MTIME_OF_INPUTS = 0
 
 # Keep finished job directories as they are (logs readable, no finished.tar.gz).
 JOB_AUTO_CLEANUP = False

@@ -110,6 +110,20 @@ def test_a_killed_write_leaves_no_file(tmp_path, monkeypatch):
     assert list(tmp_path.iterdir()) == []
 
 
+def test_a_write_interrupted_right_after_the_rename_raises_the_interruption_and_keeps_the_file(tmp_path, monkeypatch):
+    replace = os.replace
+
+    def renamed_then_killed(src, dst):
+        replace(src, dst)
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(atomic_file.os, "replace", renamed_then_killed)
+    path = tmp_path / "returnn.config"
+    with pytest.raises(KeyboardInterrupt):
+        write_config_file(_config(encoder_decoder()), str(path))
+    assert [p.name for p in tmp_path.iterdir()] == ["returnn.config"] and "network = {" in path.read_text()
+
+
 def test_the_data_is_flushed_to_disk_before_the_file_is_renamed_into_place(tmp_path, monkeypatch):
     calls = []
     fsync, replace = os.fsync, os.replace

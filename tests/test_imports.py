@@ -375,15 +375,32 @@ def test_sisyphus_hashes_a_function_of_a_version_by_its_commit_in_any_process(or
     assert (done.returncode, done.stdout) == (0, hashes[1]), done.stderr
 
 
-def test_returnn_tells_two_copies_of_one_function_apart_in_processes_with_versioned_modules():
-    """Whether RETURNN's module is loaded before or after i6_rc_imports; without it, RETURNN takes one for the other
-    (the premise: should RETURNN fix its cache, this line says i6_rc_jobs.imports.code_identity can go)."""
+def _returnn_before_its_code_object_cache(tmp_path: Path) -> Path:
+    """RETURNN's better_exchook.py as it was before it had a code object cache (the parent of commit 4f05ac7ef,
+    2025-05-08), the one module of a returnn package put first on sys.path."""
+    old = tmp_path / "old-returnn"
+    (old / "returnn/util").mkdir(parents=True)
+    (old / "returnn/__init__.py").write_text("")
+    (old / "returnn/util/__init__.py").write_text("")
+    source = _git(Path(".deps/src/returnn"), "show", "4f05ac7ef~1:returnn/util/better_exchook.py")
+    assert "_func_from_code_object_cache" not in source
+    (old / "returnn/util/better_exchook.py").write_text(source)
+    return old
+
+
+def test_returnn_tells_two_copies_of_one_function_apart_in_processes_with_versioned_modules(tmp_path):
+    """Whether RETURNN's module is loaded before or after i6_rc_imports, also with a RETURNN that had no such cache
+    yet; without i6_rc_imports, RETURNN takes one copy for the other (the premise: should RETURNN fix its cache,
+    this says that i6_rc_jobs.imports.code_identity can go)."""
     code = """
-        import sys
+        import importlib.util, sys
+        module = "returnn.util.better_exchook"
         if sys.argv[1] == "before":
             import returnn.util.better_exchook
         if sys.argv[1] != "without":
             import i6_rc_imports
+        if sys.argv[1] == "after":  # found through i6_rc_imports' finder, whose loader still does all a loader does
+            assert "def get_func_from_code_object" in importlib.util.find_spec(module).loader.get_source(module)
         from returnn.util.better_exchook import get_func_from_code_object
         copies = []
         for file in ("/one/copy.py", "/other/copy.py"):
@@ -392,20 +409,30 @@ def test_returnn_tells_two_copies_of_one_function_apart_in_processes_with_versio
             copies.append(namespace["f"])
         assert copies[0].__code__ == copies[1].__code__ and copies[0] is not copies[1]
         found = [get_func_from_code_object(f.__code__) for f in copies]
-        print([copies.index(f) for f in found])
+        print(importlib.util.find_spec(module).origin, [copies.index(f) for f in found])
     """
+    old = _returnn_before_its_code_object_cache(tmp_path)
     found = {}
-    for when in ("before", "after", "without"):
-        done = subprocess.run([sys.executable, "-c", textwrap.dedent(code), when], capture_output=True, text=True)
-        assert done.returncode == 0, done.stderr[-3000:]
-        found[when] = done.stdout.strip()
-    assert found == {"before": "[0, 1]", "after": "[0, 1]", "without": "[0, 0]"}
+    for returnn, path in (("pinned", ""), ("old", str(old))):
+        env = {**os.environ, "PYTHONPATH": path}
+        for when in ("before", "after", "without"):
+            done = subprocess.run(
+                [sys.executable, "-c", textwrap.dedent(code), when], capture_output=True, text=True, env=env
+            )
+            assert done.returncode == 0, done.stderr[-3000:]
+            origin, found[returnn, when] = done.stdout.strip().split(" ", 1)
+            assert origin.startswith(path or str(Path(".deps/src/returnn").resolve())), origin
+    assert found == {
+        **{("pinned", when): "[0, 1]" for when in ("before", "after")},
+        ("pinned", "without"): "[0, 0]",
+        **{("old", when): "[0, 1]" for when in ("before", "after", "without")},
+    }
 
 
 def test_models_built_with_returnn_common_at_a_version_and_installed_serialize_alike_in_any_order(tmp_path):
-    """Built alone, or one after the other in one process in either order: the same code. (The same function in
-    two copies has equal code objects; without i6_rc_jobs.imports.code_identity, RETURNN's cache took one copy for
-    the other and returnn_common named the attention layers dot, dot_0 instead of energy, att.)"""
+    """Built alone, or one after the other in one process in any order, also with two versions: the same code. (The
+    same function in two copies has equal code objects; without i6_rc_jobs.imports.code_identity, RETURNN's cache
+    took one copy for the other and returnn_common named the attention layers dot, dot_0 instead of energy, att.)"""
     build = """
         import sys
         from i6_rc_jobs import ReturnnCommonSerializer
@@ -429,10 +456,11 @@ def test_models_built_with_returnn_common_at_a_version_and_installed_serialize_a
                 assert nn.__name__.startswith("i6_rc_imports.github_com.rwth_i6.returnn_common.c"), nn.__name__
             sys.stderr.write("\\0" + build(nn))
     """
-    version = pinned_version("returnn_common")
+    version, before = pinned_version("returnn_common"), pinned_version("returnn_common", back=1)
     env = {**os.environ, ENV: str(tmp_path / "cache"), "CUDA_VISIBLE_DEVICES": "", "TF_CPP_MIN_LOG_LEVEL": "3"}
     written = {}
-    for order in (["installed"], [version], ["installed", version, "installed"], [version, "installed", version]):
+    orders = [["installed"], [version], ["installed", version, "installed"], [version, "installed", version]]
+    for order in orders + [[before, version, before]]:  # two versions (the one before changed nothing in nn/)
         done = subprocess.run(
             [sys.executable, "-c", textwrap.dedent(build), *order], capture_output=True, text=True, env=env
         )

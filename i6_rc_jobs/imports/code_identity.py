@@ -5,7 +5,7 @@ it, ``nn.naming._auto_setup_parent_name_ctx``) through a cache keyed by the code
 same function in two copies is one key there, and whichever copy ran first is taken for the other. returnn_common
 then names that other copy's layers differently (``dot`` and ``dot_0`` instead of ``energy`` and ``att``), so the
 net dict, and its hash, would depend on what the process built before. Every process with versioned modules keys
-that cache by identity instead."""
+that cache by identity instead. (RETURNN before 2025-05 has no such cache, and nothing to fix.)"""
 
 from __future__ import annotations
 
@@ -42,25 +42,36 @@ def install() -> None:
 
 
 def _key_by_identity(module: ModuleType) -> None:
-    if not isinstance(getattr(module, CACHE), IdentityCache):
+    cache = getattr(module, CACHE, None)
+    if cache is not None and not isinstance(cache, IdentityCache):
         setattr(module, CACHE, IdentityCache())
 
 
 class _OnImport(importlib.abc.MetaPathFinder):
-    """Finds RETURNN's module as Python would and has it keyed by identity right after it ran."""
+    """Finds RETURNN's module as the finders after it would and has it keyed by identity right after it ran."""
 
     def find_spec(self, fullname: str, path=None, target=None) -> Optional[importlib.machinery.ModuleSpec]:
         if fullname != MODULE:
             return None
-        spec = importlib.machinery.PathFinder.find_spec(fullname, path, target)
-        if spec is not None and spec.loader is not None:
-            spec.loader = _ThenKeyByIdentity(spec.loader)
-        return spec
+        finders = sys.meta_path
+        for finder in finders[finders.index(self) + 1 :] if self in finders else finders:
+            find = getattr(finder, "find_spec", None)
+            spec = None if find is None else find(fullname, path, target)
+            if spec is not None:
+                if spec.loader is not None:
+                    spec.loader = _ThenKeyByIdentity(spec.loader)
+                return spec
+        return None
 
 
 class _ThenKeyByIdentity(importlib.abc.Loader):
+    """The module's loader, with the cache keyed by identity after it ran the module."""
+
     def __init__(self, loader: importlib.abc.Loader):
         self.loader = loader
+
+    def __getattr__(self, name: str) -> Any:  # get_code, get_source, ... for runpy, inspect and the like
+        return getattr(self.loader, name)
 
     def create_module(self, spec: importlib.machinery.ModuleSpec) -> Optional[ModuleType]:
         return self.loader.create_module(spec)
