@@ -23,6 +23,7 @@ from i6_rc_jobs.serialization.config_file import config_code, write_config_file
 from tests.support import golden
 from tests.support.cases import CASES, encoder_decoder, staged
 from tests.support.dims import DimMap, assert_equal_up_to_dims
+from tests.support import other_records
 from tests.support.records import Pair
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -393,16 +394,12 @@ def test_two_serializers_defining_one_name_are_refused(tmp_path):
     assert config_code(together).count("time_dim = ") == 2
 
 
-#: Another class of the same name as tests.support.records.Pair.
-OtherPair = collections.namedtuple("Pair", ["first", "second"])
-
-
 def test_two_serializers_importing_one_name_for_two_things_are_refused(tmp_path):
     first = ReturnnCommonSerializer(extern_data={"x": {"pair": Pair(1, "a")}})
     also_records_pair = ReturnnCommonSerializer(network={"y": {"pair": Pair(2, "b")}})
     config = ReturnnConfig({}, python_prolog=[first], python_epilog=[also_records_pair])
     assert config_code(config).count("from tests.support.records import Pair") == 2  # one class: fine
-    other = ReturnnCommonSerializer(network={"y": {"pair": OtherPair(2, "b")}})
+    other = ReturnnCommonSerializer(network={"y": {"pair": other_records.Pair(2, "b")}})
     config = ReturnnConfig({}, python_prolog=[first], python_epilog=[other])
     with pytest.raises(SerializationError, match=r"\['Pair'\] are defined by two serializers"):
         write_config_file(config, str(tmp_path / "returnn.config"))
@@ -416,3 +413,129 @@ def test_dicts_with_keys_that_are_not_str_are_written_in_the_order_of_their_key_
     assert written == '(2, "x"): "f", -1: "a", -10: "x", 1: "b", 1.25: "d", 1.5: "e", 10: "c"'
     assert '"sizes": {time_2_dim: 4, time_dim: 3}' in code  # dims as keys: by name
     assert load(code)["network"]["lr"]["schedule"] == schedule
+
+
+def test_auto_generated_dims_are_equal_or_not_by_description_in_the_code_and_in_the_hash():
+    """RETURNN finds two auto-generated dims equal exactly if their descriptions are: the description is part of what
+    they are, not cosmetic (an empty or missing one too)."""
+
+    def auto(description):
+        return Dim(5, description=description, auto_generated=True)
+
+    for description in ("foo", "", None):
+        a, b = auto(description), auto(description)
+        assert a == b
+        x = load(ReturnnCommonSerializer(network={"x": [a, b]}).get())["network"]["x"]
+        assert x[0] == x[1] and x[0].auto_generated and x[0].description == a.description
+    a, b, c = auto("foo"), auto("foo"), auto("bar")
+    assert a != c
+    same, other = ReturnnCommonSerializer(network={"x": [a, b]}), ReturnnCommonSerializer(network={"x": [a, c]})
+    assert same._sis_hash() != other._sis_hash()
+
+
+def test_ties_inside_set_elements_and_dict_keys_hash_alike_in_every_process():
+    """Set elements and dict keys that only their dims tell apart, and keys without a total order (sets ordered by
+    inclusion, nan): the same hash whatever the set and insertion order, PYTHONHASHSEED and the dims' names."""
+    code = """
+        from returnn.tensor import Dim
+        from i6_rc_jobs import ReturnnCommonSerializer as S
+
+        def feat(description):
+            return Dim(5, description=description, kind=Dim.Types.Feature)
+
+        a, b = feat("a"), feat("b")
+        hashes = [S(network={"k": {(a, 1), (b, 1)}, "m": [a]})._sis_hash()]
+        for names in ("abcd", "yzwx"):
+            a, b, c, d = map(feat, names)
+            hashes.append(S(network={"k": {(a, b): 1, (c, d): 1}, "m": [a, d]})._sis_hash())
+            hashes.append(S(network={"k": {frozenset({a, b}), frozenset({c, d})}, "m": [a, d]})._sis_hash())
+        keys = [frozenset({"a"}), frozenset({"b"}), frozenset({"a", "c"}), frozenset({"b", "d"}), frozenset({"c"})]
+        for order in (keys, keys[::-1]):
+            hashes.append(S(network={"x": {key: "".join(sorted(key)) for key in order}})._sis_hash())
+        for order in ([float("nan"), 1.0, 0.5], [1.0, 0.5, float("nan")]):
+            s = S(network={})  # nan keys go in after conversion: as edits do
+            s.network["x"] = {key: str(key) for key in order}
+            hashes.append(s._sis_hash())
+        print("\\n".join(h.decode() for h in hashes))
+    """
+    outputs = set()
+    for seed in range(6):
+        env = {**os.environ, "PYTHONHASHSEED": str(seed)}
+        done = subprocess.run([sys.executable, "-c", textwrap.dedent(code)], capture_output=True, text=True, env=env)
+        assert done.returncode == 0, done.stderr[-3000:]
+        outputs.add(done.stdout.strip())
+    assert len(outputs) == 1, outputs
+    hashes = outputs.pop().splitlines()
+    assert hashes[1] == hashes[3] and hashes[2] == hashes[4]  # names abcd and yzwx
+    assert hashes[5] == hashes[6] and hashes[7] == hashes[8]  # insertion orders
+
+
+def test_new_dims_of_one_set_are_named_alike_whatever_the_set_order():
+    """Dims that differ only in size 0 vs None, or in auto_generated, are no longer alike for naming."""
+    for make in (lambda: (Dim(0, description="x"), Dim(None, description="x")),) + (
+        lambda: (Dim(5, description="x", auto_generated=True), Dim(5, description="x")),
+    ):
+        for _ in range(30):
+            a, b = make()
+            first = ReturnnCommonSerializer(network={"s": {a, b}, "t": a}).get()
+            assert first == ReturnnCommonSerializer(network={"s": {b, a}, "t": a}).get()
+
+
+def test_batch_dim_copies_keep_their_match_priority():
+    copy = batch_dim.copy(match_priority=1)
+    code = ReturnnCommonSerializer(network={"x": {"out_shape": {copy}, "y": [copy, batch_dim]}}).get()
+    loaded = load(code)["network"]["x"]["y"]
+    assert loaded[0].match_priority == 1 and loaded[0] == batch_dim and loaded[1] is batch_dim
+    assert "batch_1_dim = batch_dim.copy(match_priority=1)" in code
+
+
+def test_subclasses_of_plain_values_are_refused_with_their_path():
+    import enum
+
+    import numpy
+
+    class Color(enum.IntEnum):
+        RED = 1
+
+    message = _error(network={"x": {"scale": numpy.float64(0.5)}})
+    assert message.startswith("network['x']['scale']: ") and "numpy.float64, not a plain float" in message
+    message = _error(network={"x": {"axes": [Color.RED]}})
+    assert message.startswith("network['x']['axes'][0]: ") and "Color, not a plain int" in message
+
+
+def test_complex_numbers_read_back_exactly():
+    values = [1 + 2j, complex(float("nan"), 1.0), complex(-0.0, float("inf")), complex(0.0, -0.0)]
+    loaded = load(ReturnnCommonSerializer(network={"x": {"c": values}}).get())["network"]["x"]["c"]
+    for value, back in zip(values, loaded):
+        assert type(back) is complex
+        for part, back_part in ((value.real, back.real), (value.imag, back.imag)):
+            assert (part == back_part or (part != part and back_part != back_part)) and str(part) == str(back_part)
+
+
+def test_namedtuple_classes_are_imported_under_names_that_rebind_nothing():
+    """Classes named Dim, time_dim, network or ImplicitSparseDim beside the dims, imports and dicts of those names."""
+    from returnn.tensor.marked_dim import ImplicitSparseDim
+
+    time, classes = Dim(None, description="time"), Dim(3, description="classes")
+    records = other_records
+    values = [records.Dim(1, 2), records.time_dim(3), records.network(4), records.ImplicitSparseDim(5)]
+    code = ReturnnCommonSerializer(network={"x": {"v": values, "shape": {time, ImplicitSparseDim(classes)}}}).get()
+    namespace = load(code)
+    loaded = namespace["network"]["x"]
+    assert [type(v) for v in loaded["v"]] == [type(v) for v in values] and loaded["v"] == values
+    assert namespace["Dim"] is Dim and namespace["ImplicitSparseDim"] is ImplicitSparseDim
+    assert isinstance(namespace["time_dim"], Dim) and time.description == namespace["time_dim"].description
+    assert "from tests.support.other_records import Dim as Dim_, " in code
+
+
+def test_namedtuple_classes_the_config_cannot_import_by_name_are_refused_when_converted():
+    local = collections.namedtuple("local", ["a"])
+    with pytest.raises(SerializationError, match=r"^network\['x'\]\['p'\]: the namedtuple class .*local cannot be"):
+        ReturnnCommonSerializer(network={"x": {"p": local(1)}})
+    renamed = other_records.Pair
+    with pytest.raises(SerializationError, match=r"^network\['x'\]\[0\]: a namedtuple class from __main__"):
+        renamed.__module__ = "__main__"
+        try:
+            ReturnnCommonSerializer(network={"x": [renamed(1, 2)]})
+        finally:
+            renamed.__module__ = "tests.support.other_records"

@@ -157,6 +157,9 @@ class Canonicalizer:
             pairs = sorted(value.items())  # str keys are distinct: values are never compared
         except TypeError:  # dims or mixed types as keys
             pairs = [(key, value[key]) for key in self._ordered(value)]
+        else:  # keys that sort without a total order (sets by inclusion, nan) would keep their insertion order
+            if pairs and type(pairs[0][0]) is not str and not all(a[0] < b[0] for a, b in zip(pairs, pairs[1:])):
+                pairs = [(key, value[key]) for key in self._ordered(value)]
         out = {}
         walk = self._value
         for key, item in pairs:
@@ -211,6 +214,8 @@ class Canonicalizer:
             )
             if on
         )
+        if ref.auto_generated:  # RETURNN finds two auto-generated dims equal if their descriptions are
+            extras += f" description={ref.description!r}"
         kind = ref.kind or "unspecified"
         if ref.copy_of is not None:
             return f"{kind} copy of {name_of(ref.copy_of)}{extras}"
@@ -241,12 +246,21 @@ class Canonicalizer:
             return (3, item.marker, self._intrinsic(item.dim))
         return (-1, type(item).__name__, repr(_Probe(self).value(item)))
 
-    def _profile(self, item: Any) -> tuple[str, ...]:
-        if type(item) is not DimRef:
-            return ()
-        if self._profiles is None:
-            self._profiles = self._occurrence_profiles()
-        return self._profiles.get(id(item), ())
+    def _profile(self, item: Any) -> tuple:
+        """Where else the dims in ``item`` occur: for a dim, the sorted paths of its occurrences; for a tuple or a
+        set (as a set element or dict key), those of the dims in it, in its canonical order."""
+        cls = type(item)
+        if cls is DimRef:
+            if self._profiles is None:
+                self._profiles = self._occurrence_profiles()
+            return self._profiles.get(id(item), ())
+        if cls is MarkedRef:
+            return self._profile(item.dim)
+        if cls is set or cls is frozenset:
+            return tuple(map(self._profile, self._ordered(item)))
+        if isinstance(item, tuple):
+            return tuple(map(self._profile, item))
+        return ()
 
     def _occurrence_profiles(self) -> dict[int, tuple[str, ...]]:
         """For each dim, the sorted paths of all its occurrences; set elements are ``{}``, and dict keys are ``{}=``

@@ -57,15 +57,17 @@ class DimCapture:
 
     def order_key(self, value: Any) -> tuple:
         """Orders set elements and non-string dict keys before they are converted, without looking at ids: dims met
-        before by when, then new dims by what they are. Two new dims alike in description, kind, size and
-        match_priority, first met together in one set, keep the set's order (only their names' suffixes can
+        before by when, then new dims by what they are. Two new dims alike in description, kind, size,
+        match_priority and auto_generated, first met together in one set, keep the set's order (only their names' suffixes can
         differ between processes then; the hash orders them by where else they occur)."""
         if isinstance(value, Dim):
             ref = self._refs.get(id(value))
             if ref is not None:
                 return (1, self._seen[id(ref)])
             kind = value.kind.name if value.kind is not None else ""
-            return (1, len(self._seen), value.description or "", kind, value.dimension or -1, value.match_priority)
+            size = (0, value.dimension) if value.dimension is not None else (-1, 0)
+            description = (value.description is not None, value.description or "")
+            return (1, len(self._seen), description, kind, size, value.match_priority, value.auto_generated)
         if isinstance(value, MarkedDim):
             return (2, type(value).__name__, self.order_key(value.tag))
         return (0, type(value).__name__, repr(value))
@@ -102,8 +104,8 @@ class DimCapture:
         return self._marked[key]
 
     def _make(self, dim: Dim) -> DimRef:
-        if dim is batch_dim or dim.is_batch_dim():
-            return BATCH_DIM  # RETURNN treats every batch-kind dim as equal to the global one
+        if dim is batch_dim or dim.is_batch_dim():  # RETURNN treats every batch-kind dim as equal to the global one
+            return BATCH_DIM if not dim.match_priority else self._copy(BATCH_DIM, "batch", dim.match_priority)
         base = dim.get_same_base()
         if base is single_step_dim:
             return SINGLE_STEP_DIM
@@ -112,11 +114,7 @@ class DimCapture:
             base_ref = self.ref(base)
             if kind == base_ref.kind and dim.match_priority == base_ref.match_priority:
                 return base_ref
-            key = (id(base_ref), kind, dim.match_priority)  # copies alike are equal to each other, too: one variable
-            if key not in self._copies:
-                name = self._names.allocate(base_ref.name)
-                self._copies[key] = DimRef(name, kind=kind, copy_of=base_ref, match_priority=dim.match_priority)
-            return self._copies[key]
+            return self._copy(base_ref, kind, dim.match_priority)
         if dim.vocab is not None:
             raise SerializationError(
                 f"{describe(dim)} carries a vocab, which cannot be written as code: put the vocab into the "
@@ -135,6 +133,14 @@ class DimCapture:
             special=dim.special,
             capacity=dim.capacity if dim.dimension is None else None,
         )
+
+    def _copy(self, base: DimRef, kind: Optional[str], match_priority: int) -> DimRef:
+        """``base.copy(kind=..., match_priority=...)``; copies alike are equal to each other, too: one variable."""
+        key = (id(base), kind, match_priority)
+        if key not in self._copies:
+            name = self._names.allocate(base.name)
+            self._copies[key] = DimRef(name, kind=kind, copy_of=base, match_priority=match_priority)
+        return self._copies[key]
 
     def _derived(self, dim: Dim, op) -> DimRef:
         kind = canonical_op(op.kind)

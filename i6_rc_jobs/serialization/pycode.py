@@ -10,14 +10,17 @@ from i6_core.returnn.config import CodeWrapper
 from sisyphus.delayed_ops import DelayedBase
 
 from .errors import SerializationError, describe
-from .refs import DimRef, MarkedRef
+from .refs import MARKERS, DimRef, MarkedRef
 from .strings import str_code
-from .values import LEAF_TYPES, check_leaf, is_namedtuple, key_step, walk_guarded
+from .values import LEAF_TYPES, check_leaf, is_namedtuple, key_step, namedtuple_source, walk_guarded
 
 INDENT = "    "
 #: A container is written on one line if it fits in this many characters after its indentation (black's line
 #: length of i6 setups, less room for the key in front of it).
 INLINE_WIDTH = 110
+#: Names a namedtuple class is not imported as (dim names, which all end in ``_dim``, neither): what the code
+#: imports for dims and defines.
+NOT_FOR_CLASSES = frozenset({"Dim", *MARKERS, "extern_data", "network", "get_network"})
 
 
 class CodeWriter:
@@ -51,6 +54,8 @@ class CodeWriter:
             return repr(value) if math.isfinite(value) else f'float("{value!r}")'
         if cls in LEAF_TYPES:
             return repr(value)
+        if cls is complex:  # exact, also for nan, inf and -0.0 parts, which the repr of a complex is not
+            return f"complex({self._value(value.real, indent)}, {self._value(value.imag, indent)})"
         if cls is dict:
             return self._dict(value, indent)
         if cls is list:
@@ -145,16 +150,15 @@ class CodeWriter:
 
     def _namedtuple(self, value: tuple, indent: str) -> str:
         cls = type(value)
-        if cls.__module__ == "__main__":
-            raise SerializationError(f"{describe(value)}: a namedtuple class from __main__ cannot be imported")
-        top, _, rest = cls.__qualname__.partition(".")
-        local = self.classes.get((cls.__module__, top))
-        if local is None:
+        module, qualname = namedtuple_source(cls)
+        top, _, rest = qualname.partition(".")
+        local = self.classes.get((module, top))
+        if local is None:  # imported as another name if it would rebind a dim's, an import's or the dicts' name
             taken = set(self.classes.values())
             local = top
-            while local in taken:
+            while local in taken or local in NOT_FOR_CLASSES or local.endswith("_dim"):
                 local += "_"
-            self.classes[(cls.__module__, top)] = local
+            self.classes[(module, top)] = local
         inner = indent + INDENT
         codes = []
         for field, item in zip(cls._fields, value):

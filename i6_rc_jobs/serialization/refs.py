@@ -96,7 +96,10 @@ class DimRef(CodeWrapper):
             if self.match_priority != base.match_priority:
                 args.append(f"match_priority={self.match_priority}")
             return f"{base.name}.copy({', '.join(args)})"
-        description = str_code(self.description or self.name)
+        if self.auto_generated:  # the description is what makes auto-generated dims equal or not (RETURNN)
+            description = "None" if self.description is None else str_code(self.description)
+        else:
+            description = str_code(self.description or self.name)
         args = [repr(self.size), f"description={description}", f"kind={_kind_code(self.kind)}"]
         if self.match_priority:
             args.append(f"match_priority={self.match_priority}")

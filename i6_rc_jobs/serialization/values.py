@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import gc
+import sys
 from typing import Any, Callable, Optional
 
 from i6_core.returnn.config import CodeWrapper
@@ -18,16 +19,40 @@ def is_namedtuple(value: Any) -> bool:
     return isinstance(value, tuple) and hasattr(type(value), "_fields")
 
 
+def namedtuple_source(cls: type) -> tuple[str, str]:
+    """(module, qualified name) by which the written config imports a namedtuple class; an error if that does not
+    give the class back, so that no config is written which fails to import it."""
+    module, qualname = cls.__module__, cls.__qualname__
+    if module == "__main__":
+        raise SerializationError(f"a namedtuple class from __main__ cannot be imported by the config: {qualname}")
+    found: Any = sys.modules.get(module)
+    for part in qualname.split("."):
+        found = getattr(found, part, None)
+    if found is not cls:
+        raise SerializationError(
+            f"the namedtuple class {module}.{qualname} cannot be imported by that name (defined inside a function, "
+            f"or bound to another name): define it at the top level of its module"
+        )
+    return module, qualname
+
+
 def key_step(key: Any) -> str:
     """One path step for a dict key, as in ``network['enc']``."""
     return f"[{key!r}]"
 
 
 def check_leaf(value: Any) -> None:
-    """Accepts what the walks write as leaves: plain values, i6_core CodeWrapper (dims among them) and Sisyphus
-    delayed values (tk.Path, tk.Variable; written as their value). Anything else gets a clear error."""
-    if isinstance(value, (*LEAF_TYPES, complex, CodeWrapper, DelayedBase)):
+    """Accepts what the walks write as leaves: plain values (of exactly these types: a subclass's repr need not load
+    back), i6_core CodeWrapper (dims among them) and Sisyphus delayed values (tk.Path, tk.Variable; written as their
+    value). Anything else gets a clear error."""
+    if type(value) in LEAF_TYPES or type(value) is complex or isinstance(value, (CodeWrapper, DelayedBase)):
         return
+    plain = next((t for t in (*LEAF_TYPES, complex) if isinstance(value, t)), None)
+    if plain is not None:  # e.g. numpy.float64, an IntEnum member: their repr does not load in the config
+        raise SerializationError(
+            f"{describe(value)} is a {type(value).__module__}.{type(value).__qualname__}, not a plain "
+            f"{plain.__name__}: convert it with {plain.__name__}(...)"
+        )
     if callable(value):
         hint = "functions, lambdas and classes cannot sit in the dict: define them in python_prolog and refer to them"
         raise SerializationError(f"{describe(value)}: {hint} with CodeWrapper('name')")

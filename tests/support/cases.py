@@ -7,6 +7,7 @@ from returnn.tensor import Dim, batch_dim, single_step_dim
 from returnn.tensor.marked_dim import ImplicitDynSizeDim, ImplicitSparseDim
 
 from i6_rc_jobs import ReturnnCommonSerializer
+from tests.support import other_records
 from tests.support.records import Pair
 
 
@@ -108,9 +109,27 @@ def nested_sets(**kwargs) -> ReturnnCommonSerializer:
     return ReturnnCommonSerializer(network=network, **kwargs)
 
 
+def corrections(**kwargs) -> ReturnnCommonSerializer:
+    """What the corrections of 2026-11-30 pinned (CHANGELOG.md): auto-generated dims equal or not by description,
+    a batch_dim copy with its match_priority, set elements and dict keys told apart only by their dims, keys
+    without a total order, complex numbers, and a namedtuple class named like the import of Dim."""
+    auto = [Dim(5, description=d, auto_generated=True) for d in ("same", "same", "other", None)]
+    feat = [Dim(4, description=d, kind=Dim.Types.Feature) for d in "abcd"]
+    network = {
+        "auto": {"dims": auto},
+        "batch": {"out_shape": {batch_dim.copy(match_priority=1)}},
+        "ties": {"set": {(feat[0], 1), (feat[1], 1)}, "keys": {(feat[2], feat[3]): 1}, "m": [feat[1], feat[3]]},
+        "partial": {frozenset({"a"}): 1, frozenset({"b"}): 2, frozenset({"a", "c"}): 3},
+        "complex": [complex(float("nan"), -0.0), 1 + 2j],
+        "records": [other_records.Dim(1, 2)],
+    }
+    return ReturnnCommonSerializer(network=network, **kwargs)
+
+
 CASES = {
     "encoder_decoder": encoder_decoder,
     "staged": staged,
     "extern_data_only": extern_data_only,
     "nested_sets": nested_sets,
+    "corrections": corrections,
 }
