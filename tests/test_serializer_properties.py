@@ -137,7 +137,8 @@ def _refs(value) -> list[DimRef]:
 @SETTINGS
 @given(configs(), st.data())
 def test_any_changed_dim_changes_the_hash(config, data):
-    """A dim's size, kind or match_priority counts wherever it sits, also when it is only an input of others."""
+    """A dim's size, kind or match_priority (and an auto-generated dim's description) counts wherever it sits, also
+    when it is only an input of others."""
     ser = serializer(config)
     refs = [r for r in _refs((ser.extern_data, ser.network)) if r.global_name is None]
     assume(refs)
@@ -146,6 +147,8 @@ def test_any_changed_dim_changes_the_hash(config, data):
     changes = [("kind", "feature" if ref.kind != "feature" else "spatial"), ("match_priority", ref.match_priority + 1)]
     if ref.copy_of is None:  # a copy has the size of its base
         changes.append(("size", (ref.size or 0) + 1))
+    if ref.auto_generated:  # RETURNN finds two of them equal by it
+        changes.append(("description", f"not {ref.description}"))
     field, value = data.draw(st.sampled_from(changes))
     setattr(ref, field, value)
     assert ser._sis_hash() != reference

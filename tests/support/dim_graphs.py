@@ -29,14 +29,17 @@ DERIVATIONS: dict[str, Callable[[Dim, Any], Dim]] = {
 
 @st.composite
 def dim_specs(draw, max_dims: int = 8) -> list[tuple]:
-    """A list of dim specs; each refers only to earlier ones by index."""
+    """A list of dim specs; each refers only to earlier ones by index. Auto-generated dims carry their description in
+    the spec (RETURNN finds two of them equal by it); the others get theirs when built."""
     specs: list[tuple] = []
     for _ in range(draw(st.integers(1, max_dims))):
-        choices = ["plain", "global"] + (["derived", "copy", "marked"] if specs else [])
+        choices = ["plain", "global", "auto"] + (["derived", "copy", "marked"] if specs else [])
         what = draw(st.sampled_from(choices))
         if what == "plain":
             size = draw(st.one_of(st.none(), st.integers(1, 2048)))
             specs.append(("plain", draw(st.sampled_from(list(KINDS))), size))
+        elif what == "auto":  # few descriptions, so that equal ones occur; they are not cosmetic for these
+            specs.append(("auto", draw(st.sampled_from(["x", "y", "", None])), draw(st.sampled_from([None, 5]))))
         elif what == "global":
             specs.append(("global", draw(st.sampled_from(["batch", "single_step"]))))
         elif what == "derived":
@@ -66,6 +69,8 @@ def _build(spec: tuple, dims: list[Any], description: str) -> Any:
     what = spec[0]
     if what == "plain":
         return Dim(spec[2], description=description, kind=KINDS[spec[1]])
+    if what == "auto":
+        return Dim(spec[2], description=spec[1], auto_generated=True)
     if what == "global":
         return batch_dim if spec[1] == "batch" else single_step_dim
     if what == "copy":
@@ -104,16 +109,13 @@ def leaves(dim_count: int) -> st.SearchStrategy:
 
 
 def structures(dim_count: int) -> st.SearchStrategy:
-    """Nested dicts, lists, tuples, sets (frozensets in them) and namedtuples over :func:`leaves`; dims also as dict
-    keys."""
-    keys = st.one_of(st.text(max_size=8), st.integers(0, max(dim_count - 1, 0)).map(lambda i: ("DIM", i)))
+    """Nested dicts, lists, tuples, sets (frozensets and tuples with dims in them) and namedtuples over
+    :func:`leaves`; dims, frozensets and tuples also as dict keys."""
     dim = st.integers(0, max(dim_count - 1, 0)).map(lambda i: ("DIM", i))
-    hashable = st.one_of(
-        st.text(max_size=8),
-        st.integers(),
-        dim,
-        st.lists(st.one_of(st.text(max_size=4), dim), max_size=3).map(lambda xs: ("FROZENSET", xs)),  # sets in sets
-    )
+    frozensets = st.lists(st.one_of(st.text(max_size=4), dim), max_size=3).map(lambda xs: ("FROZENSET", tuple(xs)))
+    tuples = st.lists(st.one_of(st.text(max_size=4), dim), min_size=1, max_size=3).map(lambda xs: ("TUPLE", tuple(xs)))
+    keys = st.one_of(st.text(max_size=8), dim, frozensets, tuples)
+    hashable = st.one_of(st.text(max_size=8), st.integers(), dim, frozensets, tuples)  # sets in sets, dims in tuples
     return st.recursive(
         leaves(dim_count),
         lambda inner: st.one_of(
