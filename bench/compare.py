@@ -167,7 +167,8 @@ def print_model(model: models.Model, res: dict[str, Any]) -> None:
 
 
 def _fmt(value: Optional[float]) -> str:
-    return f"{value:6.2f}x" if value is not None else f"{'n/a':>7}"
+    """Three decimals: with two, 4.995 would print as 5.00 next to MISS."""
+    return f"{value:7.3f}x" if value is not None else f"{'n/a':>8}"
 
 
 def print_ratios(r: dict[str, Any]) -> None:
