@@ -15,7 +15,7 @@ from i6_core.returnn.config import ReturnnConfig
 from sisyphus.job import created_jobs
 from sisyphus.hash import sis_hash_helper
 
-from i6_rc_jobs import CreateConfigJob
+from i6_rc_jobs import CreateConfigJob, ReturnnCommonSerializer
 from i6_rc_jobs.hashing.sis_hash import serializer_sis_hash
 from i6_rc_jobs.serialization.config_file import config_code
 from tests.support.cases import encoder_decoder
@@ -170,3 +170,23 @@ def test_a_serializer_made_from_another_ones_dicts_owns_its_dims():
     first.network["enc"]["subnetwork"]["ff"]["out_dim"].size = 7  # through the first one's dicts
     assert second.get() == written and sis_hash_helper(second) == hashed == serializer_sis_hash(second)
     assert sis_hash_helper(first) != hashed
+
+
+def test_a_serializer_pickled_with_a_dict_read_from_it_stays_open_so_its_hash_follows_that_dict():
+    serializer = encoder_decoder()
+    network = serializer.network
+    copied, copied_network = pickle.loads(pickle.dumps((serializer, network)))
+    before = sis_hash_helper(copied)
+    copied_network["output"]["an_option"] = 0.5
+    assert "an_option" in copied.get() and sis_hash_helper(copied) == serializer_sis_hash(copied) != before
+    assert "an_option" not in serializer.get()
+
+
+def test_a_code_wrapper_given_to_a_serializer_is_its_own_copy():
+    from i6_core.returnn.config import CodeWrapper
+
+    given = CodeWrapper("my_function")
+    serializer = ReturnnCommonSerializer(network={"output": {"class": "eval", "eval": given}})
+    before = sis_hash_helper(serializer)
+    given.code = "other_function"
+    assert sis_hash_helper(serializer) == before and "my_function" in serializer.get()

@@ -5,8 +5,10 @@ in an order that does not depend on how the dicts were filled."""
 
 from __future__ import annotations
 
+import copy
 from typing import Any
 
+from i6_core.returnn.config import CodeWrapper
 from returnn.tensor import Dim
 from returnn.tensor.marked_dim import MarkedDim
 
@@ -70,4 +72,6 @@ def _convert(value: Any, capture: DimCapture) -> Any:
     if isinstance(value, MarkedDim):
         return capture.marked(value)
     check_leaf(value)
+    if isinstance(value, CodeWrapper):  # its own copy: the caller's could be changed behind the hash
+        return copy.copy(value)
     return value

@@ -171,11 +171,15 @@ class ReturnnCommonSerializer(DelayedBase):
         return twin
 
     def __getstate__(self) -> dict[str, Any]:
-        return {"data": self._data, "hash_value": self.hash_value, "unhashed": self.unhashed}
+        state = {"data": self._data, "hash_value": self.hash_value, "unhashed": self.unhashed}
+        if self._open:  # pickled with dicts read from it, the copy shares them with the copies of those: open, too
+            state["open"] = True
+        return state
 
     def __setstate__(self, state: dict[str, Any]) -> None:
         self._data, self.hash_value, self.unhashed = state["data"], state["hash_value"], state["unhashed"]
         self._reset_sharing()
+        self._open = state.get("open", False)
 
     def sections(self) -> list[tuple[str, Any]]:
         """The dicts, in the order they are hashed: extern_data, then the network or the stages by epoch. For
