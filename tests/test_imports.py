@@ -317,13 +317,21 @@ def test_development_mode_imports_the_working_copy_and_says_what_it_holds(origin
     for name in ("pkg/helper.py", "staged.py", "untracked.py", "my notes.txt"):
         assert (clean / name).read_text() == (copy / name).read_text()
 
-    # a worker unpickling a function of the working copy gets it only while the copy is what the name says
+    # a worker unpickling a function of the working copy gets it only while the copy is what the name says; neither
+    # the bytecode Python writes into the copy nor the worker's own git diff settings count as changes
     code = "import pickle, sys; print(pickle.loads(sys.stdin.buffer.read())())"
     pickled = pickle.dumps(import_(REPO, "pkg/helper.py", None).value)
-    done = subprocess.run([sys.executable, "-c", code], input=pickled, capture_output=True)
-    assert (done.returncode, done.stdout) == (0, b"5\n"), done.stderr
+    worker = {name: value for name, value in os.environ.items() if name != "PYTHONDONTWRITEBYTECODE"}
+    settings = {"diff.noprefix": "true", "diff.context": "7", "diff.algorithm": "patience", "diff.renames": "copies"}
+    worker["GIT_CONFIG_COUNT"] = str(1 + len(settings))
+    for i, (key, value) in enumerate(settings.items(), 1):
+        worker[f"GIT_CONFIG_KEY_{i}"], worker[f"GIT_CONFIG_VALUE_{i}"] = key, value
+    for _ in range(2):
+        done = subprocess.run([sys.executable, "-c", code], input=pickled, capture_output=True, env=worker)
+        assert (done.returncode, done.stdout) == (0, b"5\n"), done.stderr
+    assert list(copy.rglob("__pycache__/*.pyc"))
     (copy / "untracked.py").write_text("UNTRACKED = False\n")
-    done = subprocess.run([sys.executable, "-c", code], input=pickled, capture_output=True)
+    done = subprocess.run([sys.executable, "-c", code], input=pickled, capture_output=True, env=worker)
     assert done.returncode != 0 and b"has changed since" in done.stderr, done.stderr
 
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 import hashlib
 import logging
 import os
+import re
 from pathlib import Path
 
 from ..atomic_file import write_atomically
@@ -16,6 +17,26 @@ from .errors import VersionedImportError
 #: Where the working copies are: ``$I6_RC_IMPORTS_DEV/<host>/<owner>/<name>``, default ``<cache>/dev``.
 ENV = "I6_RC_IMPORTS_DEV"
 logger = logging.getLogger("i6_rc_jobs.imports")
+
+
+#: The patch in one form whatever the user's git settings (prefixes, context, algorithm, renames, external tools),
+#: so that the manager and its workers name one working copy alike.
+_DIFF = (
+    "--binary",
+    "--no-ext-diff",
+    "--no-textconv",
+    "--no-color",
+    "--no-renames",
+    "--no-relative",
+    "--src-prefix=a/",
+    "--dst-prefix=b/",
+    "--unified=3",
+    "--inter-hunk-context=0",
+    "--diff-algorithm=myers",
+    "--indent-heuristic",
+)
+#: Bytecode Python writes into the working copy when it imports from it.
+_BYTECODE = re.compile(r"(^|/)__pycache__/|\.py[co]$")
 
 
 def dev_root(cache: Path) -> Path:
@@ -67,12 +88,14 @@ def _state(path: Path, what: str) -> tuple[str, str, list[str], bytes]:
         status, name = entry[:2], entry[3:]
         if status[0] in "RC":  # renamed or copied: the original path follows as its own entry
             name = f"{entries.pop()} -> {name}"
-        changes.append(f"{status.strip()} {name}")
         if status == "??":
+            if _BYTECODE.search(name):  # written by Python importing the copy, not a change of it
+                continue
             untracked.append(name)
-    patch = git.git("diff", "--binary", "HEAD", cwd=cwd, what=what).encode("utf-8", "surrogateescape")
+        changes.append(f"{status.strip()} {name}")
+    patch = git.git("diff", *_DIFF, "HEAD", cwd=cwd, what=what).encode("utf-8", "surrogateescape")
     for name in untracked:  # not in git diff; git add -N would touch the user's index
-        done = git.run_git("diff", "--no-index", "--binary", "--", "/dev/null", name, cwd=cwd, what=what)
+        done = git.run_git("diff", "--no-index", *_DIFF, "--", "/dev/null", name, cwd=cwd, what=what)
         if done.returncode not in (0, 1) or done.stderr.strip():  # 1: there are differences
             raise VersionedImportError(f"{what}: the untracked file {name!r} cannot be diffed: {done.stderr.strip()}")
         patch += done.stdout.encode("utf-8", "surrogateescape")
