@@ -71,6 +71,16 @@ def origin(tmp_path, monkeypatch) -> Origin:
             "some.dir/x.py": "X = 1\n",
             "x.config": "X = 'config'\n",
             "x_config.py": "X = 'py'\n",
+            "clash/train.config": "num_epochs = 'dotted'\n",
+            "clash/train-config": "num_epochs = 'dashed'\n",
+            "clash/both.py": "BOTH = 'file'\n",
+            "clash/both/__init__.py": "BOTH = 'package'\n",
+            "clash/tools.py": "TOOLS = 'file'\n",
+            "clash/tools/data.txt": "not a package\n",
+            "clash/plain/x.py": "X = 'namespace'\n",
+            "clash/plain.py": "PLAIN = 'file'\n",
+            "clash/x.config": "X = 'config'\n",
+            "clash/x_config.py": "X = 'py'\n",
         },
         "2024-01-02T03:04:05+01:00",
     )
@@ -149,6 +159,22 @@ def test_dashed_names_and_files_not_ending_in_py_are_imported_and_unpickled(orig
     assert (done.returncode, done.stdout) == (0, b"3\n"), done.stderr
     with pytest.raises(VersionedImportError, match=r"'x.config' would be the module x_config, which 'x_config.py' is"):
         import_(REPO, "x.config", origin.version(0))
+
+
+@pytest.mark.parametrize(
+    "path, taken_by",
+    [("train.config", "train-config"), ("train-config", "train.config"), ("both.py", "both"), ("plain", "plain.py")],
+)
+def test_a_module_name_that_another_entry_would_be_imported_as_is_refused(origin, path, taken_by):
+    match = f"'clash/{path}' would be the module .*, which {taken_by!r} is already"
+    with pytest.raises(VersionedImportError, match=match):
+        import_(REPO, f"clash/{path}", origin.version(0))
+
+
+def test_entries_of_one_module_name_that_python_tells_apart_are_imported(origin):
+    assert import_(REPO, "clash/both", origin.version(0)).BOTH == "package"  # a package comes first
+    assert import_(REPO, "clash/tools.py", origin.version(0)).TOOLS == "file"  # a directory without __init__ last
+    assert import_(REPO, "clash/x_config.py", origin.version(0)).X == "py"  # the finder's files after .py files
     with pytest.raises(VersionedImportError, match=r"'some.dir/x.py': a directory with a dot in its name cannot be"):
         import_(REPO, "some.dir/x.py", origin.version(0))
 
@@ -174,6 +200,7 @@ def test_a_cached_version_needs_neither_git_nor_the_origin_and_the_cache_can_be_
     [
         ("example.org/test", "pkg", "20240102-0123456", "repository 'example.org/test': expected host/owner/name"),
         ("example.org/../origin", "pkg", "20240102-0123456", "repository 'example.org/../origin'"),
+        ("example.org/test/...git", "pkg", "20240102-0123456", "repository 'example.org/test/...git'"),
         (REPO, "pkg", "2024-0123456", "version '2024-0123456': expected <date>-<commit>"),
         (REPO, "pkg", "20240102-012345", "version '20240102-012345'"),
         (REPO, "pkg", "20240102-0123456G", "version '20240102-0123456G'"),

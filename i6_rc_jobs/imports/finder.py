@@ -76,6 +76,18 @@ def _file_spec(fullname: str, name: str, directories: list[str]) -> Optional[imp
     return None
 
 
+def entries_named(directory: Path, name: str) -> list[str]:
+    """The entries of ``directory`` Python could import as the module ``name``, by name: ``name.py``, the directory
+    ``name``, and the files :func:`file_module_name` gives that name."""
+    return [
+        entry
+        for entry in _listdir(directory)
+        if entry == f"{name}.py"
+        or (entry == name and (directory / entry).is_dir())
+        or (file_module_name(entry) == name and (directory / entry).is_file())
+    ]
+
+
 def _search(parts: list[str]) -> Path:
     """The tree of a version package found only by its name: in the cache's trees, or the development copies."""
     root = cache_root()

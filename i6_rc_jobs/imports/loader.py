@@ -42,7 +42,19 @@ def import_(repo: str, path: str, version: Optional[str]) -> ModuleType:
         name = last.removesuffix(".py")
     else:  # e.g. a RETURNN .config: found by the finder under a name of its own
         name = finder.file_module_name(last)
-        taken = [entry for entry in (f"{name}.py", name) if (target.parent / entry).exists()]
-        if taken:
-            raise VersionedImportError(f"{what}: {path!r} would be the module {name}, which {taken[0]!r} is already")
+    other = _taken_by(target, last, name)
+    if other is not None:
+        raise VersionedImportError(f"{what}: {path!r} would be the module {name}, which {other!r} is already")
     return importlib.import_module(".".join([package, *directories, name]))
+
+
+def _taken_by(target: Path, last: str, name: str) -> Optional[str]:
+    """The entry beside ``target`` that Python would import as the module ``name`` instead of it, if any: a package
+    (with ``__init__.py``) comes before ``name.py``, which comes before a directory without one, and the files the
+    finder names come after all of these, the first by name (see :func:`finder.file_module_name`)."""
+    parent = target.parent
+    if target.is_dir():
+        return f"{name}.py" if not (target / "__init__.py").exists() and (parent / f"{name}.py").is_file() else None
+    if last == f"{name}.py":
+        return name if (parent / name / "__init__.py").is_file() else None
+    return next((entry for entry in finder.entries_named(parent, name) if entry != last), None)
