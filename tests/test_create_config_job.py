@@ -193,9 +193,16 @@ def test_check_constructs_every_stage_and_names_the_failing_layer(tmp_path):
                 job = CreateConfigJob(config, check=True)
                 job.add_alias(name)
                 tk.register_output(name, job.out_config)
+            network = {"output": {"class": "linear", "from": "data", "n_out": 2}}  # no serializer: epoch 1
+            plain = ReturnnConfig({"use_tensorflow": True, "extern_data": {"data": {"shape": (None, 3)}}, "network": network})
+            job = CreateConfigJob(plain, check=True)
+            job.add_alias("plain")
+            tk.register_output("plain", job.out_config)
         """,
     )
     run_manager(setup)
+    plain = setup / "alias" / "plain"
+    assert "epoch 1: RETURNN constructed" in (plain / "log.check_networks.1").read_text()
     good, bad = setup / "alias" / "good", setup / "alias" / "bad"
     assert (good / "finished.check_networks.1").exists()
     log = (good / "log.check_networks.1").read_text()

@@ -37,7 +37,7 @@ class CreateConfigJob(Job):
     def check_networks(self):
         from ..returnn_check import construct_networks
 
-        epochs = sorted({epoch for s in serializers_in(self.returnn_config) for epoch in s.stage_epochs()})
+        epochs = sorted({epoch for s in serializers_in(self.returnn_config) for epoch in s.stage_epochs()}) or [1]
         layers = construct_networks(self.out_config.get_path(), epochs=epochs)
         for epoch, names in sorted(layers.items()):
             print(f"epoch {epoch}: RETURNN constructed {len(names)} layers")
