@@ -69,3 +69,23 @@ def test_explains_pickled_configs_and_serializers(tmp_path):
     (tmp_path / "ca.pkl").write_bytes(pickle.dumps(config_a))
     (tmp_path / "cb.pkl").write_bytes(pickle.dumps(config_b))
     assert hash_diff(tmp_path / "ca.pkl", tmp_path / "cb.pkl").stdout == "identical\n"
+
+
+def test_reports_only_what_a_jobs_own_hash_takes():
+    """i6_core's ReturnnTrainingJob hashes its config, python and RETURNN, not its requirements."""
+    from i6_core.returnn.training import ReturnnTrainingJob
+    from sisyphus import tk
+
+    from i6_rc_jobs.hashing.diff import explain
+
+    root, python = tk.Path(str(REPO / ".deps" / "src" / "returnn")), tk.Path(sys.executable)
+    a, b = (
+        ReturnnTrainingJob(
+            ReturnnConfig({"learning_rate": lr, "backend": "tensorflow"}),
+            time_rqmt=hours,
+            returnn_root=root,
+            returnn_python_exe=python,
+        )
+        for lr, hours in ((0.01, 4), (0.02, 8))
+    )
+    assert list(explain(a, b)) == ["ReturnnTrainingJob.returnn_config.returnn_config['learning_rate']: 0.01 -> 0.02"]

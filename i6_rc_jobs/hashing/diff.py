@@ -8,6 +8,7 @@ from __future__ import annotations
 from typing import Any, Iterator
 
 from i6_core.returnn.config import ReturnnConfig
+from sisyphus import tools
 from sisyphus.hash import sis_hash_helper
 from sisyphus.job import Job
 from sisyphus.job_path import AbstractPath
@@ -25,7 +26,7 @@ def explain(a: Any, b: Any, path: str = "") -> Iterator[str]:
         yield f"{path.rstrip('.')}: {_short(a)} -> {_short(b)}"
     elif isinstance(a, ReturnnCommonSerializer) and a.hash_value is None and b.hash_value is None:
         if a.unhashed != b.unhashed:
-            yield f"{path}.unhashed: {sorted(a.unhashed)} -> {sorted(b.unhashed)}"
+            yield f"{path.rstrip('.')}.unhashed: {sorted(a.unhashed)} -> {sorted(b.unhashed)}"
         (canon_a, form_a), (canon_b, form_b) = canonical_form(a), canonical_form(b)
         for name in sorted(set(form_a) | set(form_b)):
             missing = "(not hashed)"
@@ -40,8 +41,8 @@ def explain(a: Any, b: Any, path: str = "") -> Iterator[str]:
         for name in sorted(set(args_a) | set(args_b)):
             yield from explain(args_a.get(name), args_b.get(name), f"{path}{type(a).__name__}.{name}.")
     elif isinstance(a, AbstractPath) and a.creator is not None and b.creator is not None:
-        yield from explain(a.path, b.path, f"{path}.path")
-        yield from explain(a.creator, b.creator, f"{path}.creator.")
+        yield from explain(a.path, b.path, f"{path.rstrip('.')}.path")
+        yield from explain(a.creator, b.creator, f"{path.rstrip('.')}.creator.")
     elif isinstance(a, dict):
         yield from _diff_dicts(a, b, path, lambda x, y, p: explain(x, y, p))
     elif isinstance(a, (list, tuple)) and len(a) == len(b):
@@ -64,7 +65,26 @@ def _config_hash_parts(config: ReturnnConfig) -> dict[str, Any]:
 
 
 def _job_hash_args(job: Job) -> dict[str, Any]:
-    """The job's arguments as its hash sees them (``__sis_hash_exclude__`` applied)."""
+    """The job's arguments as its hash sees them: what its class's ``hash()`` hands to Sisyphus's ``sis_hash``
+    (i6_core jobs pick their own, e.g. ReturnnTrainingJob leaves out its requirements; ``__sis_hash_exclude__``,
+    ``__sis_hash_overwrite__`` and ``__sis_version__`` applied), or, if ``hash()`` hashes otherwise, the arguments
+    without the excluded ones."""
+    hashed: list[Any] = []
+    real = tools.sis_hash
+
+    def recorded(obj: Any) -> str:
+        hashed.append(obj)
+        return real(obj)
+
+    tools.sis_hash = recorded
+    try:
+        type(job).hash(job._sis_kwargs)
+    finally:
+        tools.sis_hash = real
+    if hashed and isinstance(hashed[-1], dict):
+        return hashed[-1]
+    if hashed and isinstance(hashed[-1], tuple) and len(hashed[-1]) == 2 and isinstance(hashed[-1][0], dict):
+        return {**hashed[-1][0], "<__sis_version__>": hashed[-1][1]}
     exclude = type(job).__sis_hash_exclude__
     return {k: v for k, v in job._sis_kwargs.items() if k not in exclude or exclude[k] != v}
 
