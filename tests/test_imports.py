@@ -287,6 +287,19 @@ def test_a_tree_put_in_place_by_another_host_meanwhile_is_kept(tmp_path):
     assert (target / "file.py").read_text() == "first"
 
 
+def test_a_version_with_a_symbolic_link_out_of_the_repository_is_refused(origin):
+    (origin.path / "pkg_link").symlink_to("pkg")  # inside the repository: fine
+    origin.commit({}, "2024-03-04T05:06:07+01:00")
+    assert import_(REPO, "pkg_link", origin.version(2)).VALUE == 2
+    for i, target in enumerate(("/etc", "../../.."), 3):
+        (origin.path / "escape").unlink(missing_ok=True)
+        (origin.path / "escape").symlink_to(target)
+        origin.commit({}, f"2024-03-0{i + 2}T05:06:07+01:00")
+        with pytest.raises(VersionedImportError, match="the symbolic link 'escape' points out of the repository"):
+            import_(REPO, "pkg", origin.version(i))
+        assert not list((origin.cache / "trees").rglob("escape"))
+
+
 def test_the_files_of_a_version_are_read_only(origin):
     module = import_(REPO, "pkg/helper.py", origin.version(0))
     assert not stat.S_IMODE(os.stat(module.__file__).st_mode) & 0o222

@@ -133,9 +133,10 @@ class RepoCache:
     def _extract(self, commit: str, date: str) -> Path:
         partial = _partial(self.root / "tmp", "tree")
         try:
-            git.extract(str(self.git_dir), commit, str(partial), what=f"{self.repo} commit {commit}")
+            what = f"{self.repo} commit {commit}"
+            git.extract(str(self.git_dir), commit, str(partial), what=what)
             (partial / STAMP).write_text(f"{commit} {date}\n")
-            _read_only(partial)
+            _seal(partial, what)
             self.trees.mkdir(parents=True, exist_ok=True)
             _into_place(partial, self.trees / commit)
         finally:
@@ -143,12 +144,19 @@ class RepoCache:
         return self.trees / commit
 
 
-def _read_only(tree: Path) -> None:
-    """Files of a version are not to be edited in place: an edit would change what the version means."""
-    for directory, _, files in os.walk(tree):
-        for name in files:
+def _seal(tree: Path, what: str) -> None:
+    """Files of a version are not to be edited in place: an edit would change what the version means. A symbolic link
+    out of the tree (absolute, or up past its root) is refused: what it reaches is no part of the version."""
+    root = os.path.normpath(tree)
+    for directory, subdirectories, files in os.walk(tree):
+        for name in subdirectories + files:
             path = os.path.join(directory, name)
-            if not os.path.islink(path):
+            if os.path.islink(path):
+                target = os.path.normpath(os.path.join(directory, os.readlink(path)))
+                if os.path.commonpath([root, target]) != root:
+                    link = os.path.relpath(path, root)
+                    raise VersionedImportError(f"{what}: the symbolic link {link!r} points out of the repository")
+            elif name in files:
                 os.chmod(path, stat.S_IMODE(os.stat(path).st_mode) & ~0o222)
 
 
