@@ -89,3 +89,14 @@ def test_reports_only_what_a_jobs_own_hash_takes():
         for lr, hours in ((0.01, 4), (0.02, 8))
     )
     assert list(explain(a, b)) == ["ReturnnTrainingJob.returnn_config.returnn_config['learning_rate']: 0.01 -> 0.02"]
+
+
+def test_an_input_that_cannot_be_loaded_is_said_in_one_line_with_its_own_exit_status(tmp_path):
+    good = tmp_path / "a.pkl"
+    good.write_bytes(pickle.dumps(encoder_decoder()))
+    (tmp_path / "text").write_text("not a pickle")
+    for bad in (tmp_path / "missing", tmp_path / "text"):
+        done = hash_diff(good, bad)
+        assert done.returncode == 2 and done.stdout == "", done.stderr
+        assert done.stderr.startswith(f"hash-diff: {bad}: cannot be loaded as a job or a pickle: ")
+        assert len(done.stderr.splitlines()) == 1
