@@ -101,3 +101,13 @@ def test_an_input_that_cannot_be_loaded_is_said_in_one_line_with_its_own_exit_st
         last = done.stderr.splitlines()[-1]  # (Sisyphus may warn before: no settings.py here)
         assert last.startswith(f"hash-diff: {bad}: cannot be loaded as a job or a pickle: ")
         assert "Traceback" not in done.stderr
+
+
+def test_serializers_hashed_by_hash_value_are_explained_by_it():
+    from i6_rc_jobs.hashing.diff import explain
+
+    a, b = encoder_decoder(hash_value=("model", 1)), encoder_decoder(hash_value=("model", 2))
+    assert list(explain(a, b)) == ["hash_value[1]: 1 -> 2"]
+    assert list(explain(encoder_decoder(), a)) == [
+        "hash_value: None -> ('model', 1) (hashed by its dicts -> by hash_value)"
+    ]

@@ -24,9 +24,14 @@ def explain(a: Any, b: Any, path: str = "") -> Iterator[str]:
         return
     if type(a) is not type(b):
         yield f"{path.rstrip('.')}: {_short(a)} -> {_short(b)}"
-    elif isinstance(a, ReturnnCommonSerializer) and a.hash_value is None and b.hash_value is None:
+    elif isinstance(a, ReturnnCommonSerializer) and a.hash_value is not None and b.hash_value is not None:
+        yield from explain(a.hash_value, b.hash_value, _join(path, "hash_value."))
+    elif isinstance(a, ReturnnCommonSerializer) and (a.hash_value is not None or b.hash_value is not None):
+        how = ("its dicts", "hash_value") if a.hash_value is None else ("hash_value", "its dicts")
+        yield f"{_join(path, 'hash_value')}: {a.hash_value!r} -> {b.hash_value!r} (hashed by {how[0]} -> by {how[1]})"
+    elif isinstance(a, ReturnnCommonSerializer):
         if a.unhashed != b.unhashed:
-            yield f"{path.rstrip('.')}.unhashed: {sorted(a.unhashed)} -> {sorted(b.unhashed)}"
+            yield f"{_join(path, 'unhashed')}: {sorted(a.unhashed)} -> {sorted(b.unhashed)}"
         (canon_a, form_a), (canon_b, form_b) = canonical_form(a), canonical_form(b)
         for name in sorted(set(form_a) | set(form_b)):
             missing = "(not hashed)"
@@ -41,8 +46,8 @@ def explain(a: Any, b: Any, path: str = "") -> Iterator[str]:
         for name in sorted(set(args_a) | set(args_b)):
             yield from explain(args_a.get(name), args_b.get(name), f"{path}{type(a).__name__}.{name}.")
     elif isinstance(a, AbstractPath) and a.creator is not None and b.creator is not None:
-        yield from explain(a.path, b.path, f"{path.rstrip('.')}.path")
-        yield from explain(a.creator, b.creator, f"{path.rstrip('.')}.creator.")
+        yield from explain(a.path, b.path, _join(path, "path"))
+        yield from explain(a.creator, b.creator, _join(path, "creator."))
     elif isinstance(a, dict):
         yield from _diff_dicts(a, b, path, lambda x, y, p: explain(x, y, p))
     elif isinstance(a, (list, tuple)) and len(a) == len(b):
@@ -50,6 +55,11 @@ def explain(a: Any, b: Any, path: str = "") -> Iterator[str]:
             yield from explain(x, y, f"{path.rstrip('.')}[{i}].")
     else:
         yield f"{path.rstrip('.')}: {_short(a)} -> {_short(b)}"
+
+
+def _join(path: str, name: str) -> str:
+    """``name`` inside ``path``: ``a.b.name``, or ``name`` at the top."""
+    return f"{path.rstrip('.')}.{name}" if path else name
 
 
 def _config_hash_parts(config: ReturnnConfig) -> dict[str, Any]:
