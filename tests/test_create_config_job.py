@@ -194,7 +194,8 @@ def test_check_constructs_every_stage_and_names_the_failing_layer(tmp_path):
                 job.add_alias(name)
                 tk.register_output(name, job.out_config)
             network = {"output": {"class": "linear", "from": "data", "n_out": 2}}  # no serializer: epoch 1
-            plain = ReturnnConfig({"use_tensorflow": True, "extern_data": {"data": {"shape": (None, 3)}}, "network": network})
+            extern_data = {"data": {"shape": (None, 3)}}
+            plain = ReturnnConfig({"use_tensorflow": True, "extern_data": extern_data, "network": network})
             job = CreateConfigJob(plain, check=True)
             job.add_alias("plain")
             tk.register_output("plain", job.out_config)

@@ -111,3 +111,28 @@ def test_serializers_hashed_by_hash_value_are_explained_by_it():
     assert list(explain(encoder_decoder(), a)) == [
         "hash_value: None -> ('model', 1) (hashed by its dicts -> by hash_value)"
     ]
+
+
+class _Options:
+    """A value whose own hash calls Sisyphus's sis_hash while a job's hash is being made."""
+
+    def __init__(self, values: dict):
+        self.values = values
+
+    def _sis_hash(self) -> bytes:
+        from sisyphus import tools
+
+        return tools.sis_hash({"options": self.values}).encode()
+
+
+def test_a_value_hashing_itself_with_sis_hash_inside_a_job_does_not_hide_the_jobs_arguments():
+    from sisyphus import Job
+
+    from i6_rc_jobs.hashing.diff import explain
+
+    class Train(Job):
+        def __init__(self, options, learning_rate):
+            pass
+
+    a, b = (Train(_Options({"layers": 2}), lr) for lr in (0.1, 0.2))
+    assert list(explain(a, b)) == ["Train.learning_rate: 0.1 -> 0.2"]

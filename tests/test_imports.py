@@ -291,7 +291,9 @@ def test_a_version_with_a_symbolic_link_out_of_the_repository_is_refused(origin)
     (origin.path / "pkg_link").symlink_to("pkg")  # inside the repository: fine
     origin.commit({}, "2024-03-04T05:06:07+01:00")
     assert import_(REPO, "pkg_link", origin.version(2)).VALUE == 2
-    for i, target in enumerate(("/etc", "../../.."), 3):
+    (origin.path / "sub").mkdir()
+    (origin.path / "sub" / "up").symlink_to("..")  # inside, but a path through it can lead out
+    for i, target in enumerate(("/etc", "../../..", "sub/up/../outside.py"), 3):
         (origin.path / "escape").unlink(missing_ok=True)
         (origin.path / "escape").symlink_to(target)
         origin.commit({}, f"2024-03-0{i + 2}T05:06:07+01:00")
@@ -362,7 +364,13 @@ def test_development_mode_imports_the_working_copy_and_says_what_it_holds(origin
     code = "import pickle, sys; print(pickle.loads(sys.stdin.buffer.read())())"
     pickled = pickle.dumps(import_(REPO, "pkg/helper.py", None).value)
     worker = {name: value for name, value in os.environ.items() if name != "PYTHONDONTWRITEBYTECODE"}
-    settings = {"diff.noprefix": "true", "diff.context": "7", "diff.algorithm": "patience", "diff.renames": "copies"}
+    order = tmp_path / "order"
+    order.write_text("untracked.py\n")
+    settings = {
+        **{"diff.noprefix": "true", "diff.context": "7", "diff.algorithm": "patience", "diff.renames": "copies"},
+        **{"core.abbrev": "12", "core.quotePath": "false", "diff.suppressBlankEmpty": "true"},
+        "diff.orderFile": str(order),
+    }
     worker["GIT_CONFIG_COUNT"] = str(1 + len(settings))
     for i, (key, value) in enumerate(settings.items(), 1):
         worker[f"GIT_CONFIG_KEY_{i}"], worker[f"GIT_CONFIG_VALUE_{i}"] = key, value

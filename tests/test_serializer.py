@@ -518,11 +518,19 @@ def test_namedtuple_classes_are_imported_under_names_that_rebind_nothing():
 
     time, classes = Dim(None, description="time"), Dim(3, description="classes")
     records = other_records
-    values = [records.Dim(1, 2), records.time_dim(3), records.network(4), records.ImplicitSparseDim(5)]
-    code = ReturnnCommonSerializer(network={"x": {"v": values, "shape": {time, ImplicitSparseDim(classes)}}}).get()
+    values = [
+        records.Dim(1, 2),
+        records.time_dim(3),
+        records.network(4),
+        records.ImplicitSparseDim(5),
+        records.complex(6),
+    ]
+    network = {"x": {"v": values, "shape": {time, ImplicitSparseDim(classes)}, "c": 1 + 2j}}
+    code = ReturnnCommonSerializer(network=network).get()
     namespace = load(code)
     loaded = namespace["network"]["x"]
     assert [type(v) for v in loaded["v"]] == [type(v) for v in values] and loaded["v"] == values
+    assert type(loaded["c"]) is complex and loaded["c"] == 1 + 2j
     assert namespace["Dim"] is Dim and namespace["ImplicitSparseDim"] is ImplicitSparseDim
     assert isinstance(namespace["time_dim"], Dim) and time.description == namespace["time_dim"].description
     assert "from tests.support.other_records import Dim as Dim_, " in code

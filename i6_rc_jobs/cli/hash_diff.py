@@ -40,6 +40,8 @@ def main(argv: list[str]) -> int:
     parser.add_argument("b", help="the same kinds as A")
     args = parser.parse_args(argv)
 
+    from sisyphus.hash import sis_hash_helper
+
     from ..hashing.diff import explain
 
     try:
@@ -48,5 +50,7 @@ def main(argv: list[str]) -> int:
         print(f"hash-diff: {e}", file=sys.stderr)
         return 2
     lines = list(explain(a, b))
+    if not lines and sis_hash_helper(a) != sis_hash_helper(b):
+        lines = ["the hashes differ, but no part that differs was found (a hash() that hashes otherwise?)"]
     print("\n".join(lines) if lines else "identical")
     return 1 if lines else 0

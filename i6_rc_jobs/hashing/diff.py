@@ -79,16 +79,25 @@ def _job_hash_args(job: Job) -> dict[str, Any]:
     (i6_core jobs pick their own, e.g. ReturnnTrainingJob leaves out its requirements; ``__sis_hash_exclude__``,
     ``__sis_hash_overwrite__`` and ``__sis_version__`` applied), or, if ``hash()`` hashes otherwise, the arguments
     without the excluded ones."""
-    hashed: list[Any] = []
+    hashed: list[Any] = []  # the outermost call's argument (a value's own _sis_hash may call sis_hash, too)
+    depth = 0
     real = tools.sis_hash
 
     def recorded(obj: Any) -> str:
-        hashed.append(obj)
-        return real(obj)
+        nonlocal depth
+        if depth == 0:
+            hashed.append(obj)
+        depth += 1
+        try:
+            return real(obj)
+        finally:
+            depth -= 1
 
     tools.sis_hash = recorded
     try:
         type(job).hash(job._sis_kwargs)
+    except Exception:  # e.g. a job.save of older recipe code, whose hash() expects other arguments
+        hashed.clear()
     finally:
         tools.sis_hash = real
     if hashed and isinstance(hashed[-1], dict):

@@ -147,14 +147,14 @@ class RepoCache:
 def _seal(tree: Path, what: str) -> None:
     """Files of a version are not to be edited in place: an edit would change what the version means. A symbolic link
     out of the tree (absolute, or up past its root) is refused: what it reaches is no part of the version."""
-    root = os.path.normpath(tree)
+    root = os.path.realpath(tree)
     for directory, subdirectories, files in os.walk(tree):
         for name in subdirectories + files:
             path = os.path.join(directory, name)
             if os.path.islink(path):
-                target = os.path.normpath(os.path.join(directory, os.readlink(path)))
+                target = os.path.realpath(path)  # the whole tree is there: chains of links resolve as they will
                 if os.path.commonpath([root, target]) != root:
-                    link = os.path.relpath(path, root)
+                    link = os.path.relpath(path, tree)
                     raise VersionedImportError(f"{what}: the symbolic link {link!r} points out of the repository")
             elif name in files:
                 os.chmod(path, stat.S_IMODE(os.stat(path).st_mode) & ~0o222)

@@ -19,7 +19,8 @@ ENV = "I6_RC_IMPORTS_DEV"
 logger = logging.getLogger("i6_rc_jobs.imports")
 
 
-#: The patch in one form whatever the user's git settings (prefixes, context, algorithm, renames, external tools),
+#: The patch in one form whatever the user's git settings (prefixes, context, algorithm, renames, external tools,
+#: abbreviation, order),
 #: so that the manager and its workers name one working copy alike.
 _DIFF = (
     "--binary",
@@ -34,7 +35,11 @@ _DIFF = (
     "--inter-hunk-context=0",
     "--diff-algorithm=myers",
     "--indent-heuristic",
+    "--full-index",
+    "-O/dev/null",
 )
+#: Settings of the user's that would change the patch and that no diff option undoes.
+_DIFF_CONFIG = ("-c", "core.quotePath=true", "-c", "diff.suppressBlankEmpty=false")
 #: Bytecode Python writes into the working copy when it imports from it.
 _BYTECODE = re.compile(r"(^|/)__pycache__/|\.py[co]$")
 
@@ -93,9 +98,9 @@ def _state(path: Path, what: str) -> tuple[str, str, list[str], bytes]:
                 continue
             untracked.append(name)
         changes.append(f"{status.strip()} {name}")
-    patch = git.git("diff", *_DIFF, "HEAD", cwd=cwd, what=what).encode("utf-8", "surrogateescape")
+    patch = git.git(*_DIFF_CONFIG, "diff", *_DIFF, "HEAD", cwd=cwd, what=what).encode("utf-8", "surrogateescape")
     for name in untracked:  # not in git diff; git add -N would touch the user's index
-        done = git.run_git("diff", "--no-index", *_DIFF, "--", "/dev/null", name, cwd=cwd, what=what)
+        done = git.run_git(*_DIFF_CONFIG, "diff", "--no-index", *_DIFF, "--", "/dev/null", name, cwd=cwd, what=what)
         if done.returncode not in (0, 1) or done.stderr.strip():  # 1: there are differences
             raise VersionedImportError(f"{what}: the untracked file {name!r} cannot be diffed: {done.stderr.strip()}")
         patch += done.stdout.encode("utf-8", "surrogateescape")

@@ -57,8 +57,8 @@ class DimCapture:
 
     def order_key(self, value: Any) -> tuple:
         """Orders set elements and non-string dict keys before they are converted, without looking at ids: dims met
-        before by when, then new dims by what they are. Two new dims alike in description, kind, size,
-        match_priority and auto_generated, first met together in one set, keep the set's order (only their names' suffixes can
+        before by when, then new dims by what they are. Two new dims alike in description, kind, size, match_priority
+        and auto_generated, first met together in one set, keep the set's order (only their names' suffixes can
         differ between processes then; the hash orders them by where else they occur)."""
         if isinstance(value, Dim):
             ref = self._refs.get(id(value))

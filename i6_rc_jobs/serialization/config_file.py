@@ -27,8 +27,9 @@ def serializers_in(returnn_config: ReturnnConfig) -> Iterator[ReturnnCommonSeria
 
 def config_code(returnn_config: ReturnnConfig) -> str:
     """The config file's text, as i6_core writes it, with each serializer rendered once and the names it defines
-    checked against the config's keys (a config key would silently override them). Works on a copy: i6_core merges post_config into config while writing and resolves
-    delayed values in place, which would change the config's hash in the manager."""
+    checked against the config's keys (a config key would silently override them). Works on a copy: i6_core merges
+    post_config into config while writing and resolves delayed values in place, which would change the config's
+    hash in the manager."""
     if returnn_config.staged_network_dict:
         raise SerializationError(
             "i6_core's staged_network_dict writes extra files next to the config: "

@@ -19,8 +19,10 @@ INDENT = "    "
 #: length of i6 setups, less room for the key in front of it).
 INLINE_WIDTH = 110
 #: Names a namedtuple class is not imported as (dim names, which all end in ``_dim``, neither): what the code
-#: imports for dims and defines.
-NOT_FOR_CLASSES = frozenset({"Dim", *MARKERS, "extern_data", "network", "get_network"})
+#: imports for dims, defines, and calls (builtins).
+NOT_FOR_CLASSES = frozenset(
+    {"Dim", *MARKERS, "extern_data", "network", "get_network", "float", "complex", "set", "frozenset"}
+)
 
 
 class CodeWriter:
