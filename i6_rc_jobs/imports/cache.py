@@ -149,14 +149,14 @@ def _seal(tree: Path, what: str) -> None:
     out of the tree (absolute, or up past its root) is refused: what it reaches is no part of the version."""
     root = os.path.realpath(tree)
     for directory, subdirectories, files in os.walk(tree):
-        for name in subdirectories + files:
+        for name, is_file in [(name, False) for name in subdirectories] + [(name, True) for name in files]:
             path = os.path.join(directory, name)
             if os.path.islink(path):
                 target = os.path.realpath(path)  # the whole tree is there: chains of links resolve as they will
                 if os.path.commonpath([root, target]) != root:
                     link = os.path.relpath(path, tree)
                     raise VersionedImportError(f"{what}: the symbolic link {link!r} points out of the repository")
-            elif name in files:
+            elif is_file:
                 os.chmod(path, stat.S_IMODE(os.stat(path).st_mode) & ~0o222)
 
 

@@ -20,8 +20,7 @@ logger = logging.getLogger("i6_rc_jobs.imports")
 
 
 #: The patch in one form whatever the user's git settings (prefixes, context, algorithm, renames, external tools,
-#: abbreviation, order),
-#: so that the manager and its workers name one working copy alike.
+#: abbreviation, order), so that the manager and its workers name one working copy alike.
 _DIFF = (
     "--binary",
     "--no-ext-diff",

@@ -65,14 +65,15 @@ class _Finder(importlib.abc.MetaPathFinder):
 
 
 def _file_spec(fullname: str, name: str, directories: list[str]) -> Optional[importlib.machinery.ModuleSpec]:
-    for directory in directories:
-        if os.path.exists(os.path.join(directory, f"{name}.py")) or os.path.isdir(os.path.join(directory, name)):
-            return None
-        for entry in _listdir(Path(directory)):
-            file = os.path.join(directory, entry)
-            if file_module_name(entry) == name and os.path.isfile(file):
-                loader = importlib.machinery.SourceFileLoader(fullname, file)
-                return importlib.util.spec_from_file_location(fullname, file, loader=loader)
+    """The first file that :func:`file_module_name` names ``name``, where Python's own finder has nothing."""
+    for directory in map(Path, directories):
+        if (directory / f"{name}.py").exists() or (directory / name).is_dir():
+            return None  # Python's own finder's
+        entries = entries_named(directory, name)
+        if entries:
+            file = str(directory / entries[0])
+            loader = importlib.machinery.SourceFileLoader(fullname, file)
+            return importlib.util.spec_from_file_location(fullname, file, loader=loader)
     return None
 
 

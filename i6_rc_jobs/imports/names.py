@@ -26,7 +26,7 @@ class Repo:
     @classmethod
     def parse(cls, text: str) -> Repo:
         match = _REPO.match(text.removesuffix(".git")) if isinstance(text, str) else None
-        if match is None or any(part in (".", "..") for part in match.groups()):  # directories of the cache
+        if match is None or match["owner"] in (".", "..") or match["name"] in (".", ".."):  # cache directories
             raise VersionedImportError(
                 f"repository {text!r}: expected host/owner/name, e.g. github.com/rwth-i6/returnn"
             )
