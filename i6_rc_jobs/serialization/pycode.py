@@ -56,8 +56,6 @@ class CodeWriter:
             return repr(value) if math.isfinite(value) else f'float("{value!r}")'
         if cls in LEAF_TYPES:
             return repr(value)
-        if cls is complex:  # exact, also for nan, inf and -0.0 parts, which the repr of a complex is not
-            return f"complex({self._value(value.real, indent)}, {self._value(value.imag, indent)})"
         if cls is dict:
             return self._dict(value, indent)
         if cls is list:
@@ -78,6 +76,8 @@ class CodeWriter:
             return value.code
         if cls is set or cls is frozenset:
             return self._set(value, indent)
+        if cls is complex:  # exact, also for nan, inf and -0.0 parts, which the repr of a complex is not
+            return f"complex({self._value(value.real, indent)}, {self._value(value.imag, indent)})"
         if is_namedtuple(value):
             return self._namedtuple(value, indent)
         if isinstance(value, CodeWrapper):
