@@ -6,7 +6,7 @@ tokens of its inputs), never by description or variable name. Everything else ke
 
 from __future__ import annotations
 
-from typing import Any, Optional
+from typing import Any, Callable, Iterable, Iterator, Optional
 
 from i6_core.returnn.config import CodeWrapper
 from sisyphus.delayed_ops import DelayedBase
@@ -54,6 +54,17 @@ class Tagged(tuple):
     def __repr__(self) -> str:
         return _tagged_code(self[0], [repr(item) for item in self[1:]])
 
+    # Never equal to a plain tuple of the same items: as dict keys, ``ImplicitSparseDim(d)`` and
+    # ``("ImplicitSparseDim", d)`` (or a namedtuple and a tuple spelling its class) are two entries.
+    def __eq__(self, other: object) -> bool:
+        return type(other) is Tagged and tuple.__eq__(self, other)
+
+    def __ne__(self, other: object) -> bool:
+        return not self == other
+
+    def __hash__(self) -> int:
+        return hash((Tagged, tuple(self)))
+
 
 class SetForm:
     """A set or frozenset: its elements' canonical forms in canonical order, spelled out once as the text a Tagged
@@ -79,6 +90,19 @@ def _tagged_code(kind: str, codes: list[str]) -> str:
     return f"{kind}({', '.join(codes)}{',' if len(codes) == 1 else ''})"
 
 
+def _code_token(wrapper: CodeWrapper) -> Token:
+    """A CodeWrapper by its code, encoded so that no code can spell the end of its token and the start of another:
+    as it is while it holds no angle bracket (a reader ends the token at the first ``>``), else as a string literal;
+    a Sisyphus delayed value as code (which i6_core writes by its ``get()``, in the worker) by its Sisyphus hash, as
+    plain i6_core hashes it: a job's output path by its job, an unset Variable without asking for its value."""
+    if isinstance(wrapper.code, DelayedBase):
+        return Token(f"code-delayed {sis_hash_helper(wrapper.code).hex()}")
+    code = repr(wrapper)
+    if "<" in code or ">" in code:
+        return Token(f"code={code!r}")
+    return Token(f"code {code}")
+
+
 def _first(pair: tuple) -> Any:
     return pair[0]
 
@@ -89,19 +113,45 @@ GLOBAL_ORDER = {name: i - len(GLOBAL_TOKENS) for i, name in enumerate(sorted(GLO
 
 
 class Canonicalizer:
-    """Turns values into canonical form, numbering dims in order of first occurrence across all calls."""
+    """Turns the hashed sections into canonical form, numbering dims in order of first occurrence.
 
-    def __init__(self):
+    ``choices`` says which item goes first at each tie (set elements or dict keys alike in everything, whose dims
+    also occur elsewhere): :func:`canonical` searches them; ``ties`` records how many items each tie met had."""
+
+    def __init__(self, choices: tuple[int, ...] = (), refuse_ties: bool = False):
         self.index: dict[int, int] = {}  # id(DimRef) -> index
         self.definitions: list[str] = []  # index -> definition
+        self.ties: list[int] = []
+        self._choices = choices
+        self._refuse_ties = refuse_ties
         self._later: list[DimToken] = []  # index -> the token of its later occurrences
         self._profiles: Optional[dict[int, tuple[str, ...]]] = None
         self._sections: list[tuple[str, Any]] = []
+        self._unhashed: dict[int, tuple[str, ...]] = {}
+        self._readings: Optional[DescriptionReadings] = None
 
-    def sections(self, sections: list[tuple[str, Any]]) -> dict[str, Any]:
-        """Canonical form of named top-level values, in the given order."""
+    def sections(
+        self,
+        sections: list[tuple[str, Any]],
+        unhashed: list[tuple[str, Any]] = (),
+        readings: Optional[DescriptionReadings] = None,
+    ) -> dict[str, Any]:
+        """Canonical form of named top-level values, in the given order. Dims that also occur in the ``unhashed``
+        sections say where (which of them are the data's dims stays in the hash), and ``readings`` adds what RETURNN
+        reads of descriptions."""
         self._sections = sections
-        return {name: walk_guarded(self._value, value, name) for name, value in sections}
+        self._unhashed = occurrence_paths(unhashed, _Probe(Canonicalizer()))  # before numbering: state-free
+        self._readings = readings
+        form = {name: walk_guarded(self._value, value, name) for name, value in sections}
+        if readings is not None:
+            outside = sorted(
+                (self._unhashed[id(dim)], extras)
+                for dim in set(dims_in(value for _, value in unhashed))
+                if id(dim) not in self.index and (extras := readings.extras(dim))
+            )
+            if outside:  # e.g. the data's time dim, read by a layer as "stag:time", with extern_data unhashed
+                form["<descriptions read in unhashed parts>"] = outside
+        return form
 
     def describe_dim(self, index: int) -> str:
         return f"dim#{index} {self.definitions[index]}"
@@ -115,7 +165,7 @@ class Canonicalizer:
         if cls is set or cls is frozenset:
             codes = self._numbered(value)  # most out_shape sets
             if codes is None:
-                codes = [repr(item) for item in self._items(self._ordered(value), set_elements=True)]
+                codes = [repr(form) for form in self._in_order(value, self._set_element)]
             return SetForm(cls.__name__, codes)
         if cls is list or cls is tuple:
             out = self._items(value)
@@ -127,7 +177,7 @@ class Canonicalizer:
         if is_namedtuple(value):
             return Tagged((f"{cls.__module__}.{cls.__qualname__}", *self._items(value)))
         if isinstance(value, CodeWrapper):
-            return Token(f"code {value!r}")
+            return _code_token(value)
         if isinstance(value, DelayedBase):
             return Token(f"sisyphus {sis_hash_helper(value).hex()}")
         check_leaf(value)
@@ -156,10 +206,10 @@ class Canonicalizer:
         try:
             pairs = sorted(value.items())  # str keys are distinct: values are never compared
         except TypeError:  # dims or mixed types as keys
-            pairs = [(key, value[key]) for key in self._ordered(value)]
-        else:  # keys that sort without a total order (sets by inclusion, nan) would keep their insertion order
-            if pairs and type(pairs[0][0]) is not str and not all(a[0] < b[0] for a, b in zip(pairs, pairs[1:])):
-                pairs = [(key, value[key]) for key in self._ordered(value)]
+            return dict(self._in_order(value, lambda key: self._pair(key, value[key])))
+        # keys that sort without a total order (sets by inclusion, nan) would keep their insertion order
+        if pairs and type(pairs[0][0]) is not str and not all(a[0] < b[0] for a, b in zip(pairs, pairs[1:])):
+            return dict(self._in_order(value, lambda key: self._pair(key, value[key])))
         out = {}
         walk = self._value
         for key, item in pairs:
@@ -169,15 +219,27 @@ class Canonicalizer:
                 raise e.at(key_step(key))
         return out
 
-    def _items(self, value, set_elements: bool = False) -> list:
+    def _items(self, value) -> list:
         out = []
         walk = self._value
         for i, item in enumerate(value):
             try:
                 out.append(item if type(item) in LEAF_TYPES else walk(item))
             except SerializationError as e:
-                raise e.at(f"{{{item!r}}}" if set_elements else f"[{i}]")
+                raise e.at(f"[{i}]")
         return out
+
+    def _pair(self, key: Any, item: Any) -> tuple[Any, Any]:
+        try:
+            return self._value(key), self._value(item)
+        except SerializationError as e:
+            raise e.at(key_step(key))
+
+    def _set_element(self, item: Any) -> Any:
+        try:
+            return self._value(item)
+        except SerializationError as e:
+            raise e.at(f"{{{item!r}}}")
 
     def _dim(self, ref: DimRef) -> Token:
         if ref.global_name is not None:
@@ -202,8 +264,7 @@ class Canonicalizer:
             return f"#{self.index[id(ref)]}"
         return f"({self._definition(ref, self._intrinsic)})"
 
-    @staticmethod
-    def _definition(ref: DimRef, name_of) -> str:
+    def _definition(self, ref: DimRef, name_of) -> str:
         extras = "".join(
             f" {flag}"
             for flag, on in (
@@ -216,6 +277,10 @@ class Canonicalizer:
         )
         if ref.auto_generated:  # RETURNN finds two auto-generated dims equal if their descriptions are
             extras += f" description={ref.description!r}"
+        if self._readings is not None:
+            extras += self._readings.extras(ref)
+        if id(ref) in self._unhashed:
+            extras += f" unhashed at {self._unhashed[id(ref)]!r}"
         kind = ref.kind or "unspecified"
         if ref.copy_of is not None:
             return f"{kind} copy of {name_of(ref.copy_of)}{extras}"
@@ -225,15 +290,59 @@ class Canonicalizer:
             return f"{kind} {size} = {ref.op}({operands}){extras}"
         return f"{kind} {size}{extras}"
 
-    def _ordered(self, items) -> list:
-        """Set elements or dict keys in canonical order: plain values by canonical form, then the globals, numbered
-        dims by index, dims not numbered yet by what they are, and dims alike in that by where else they occur."""
+    def _in_order(self, items: Iterable, visit: Callable[[Any], Any]) -> list:
+        """``visit`` of each of ``items`` (set elements or dict keys), in canonical order: plain values by canonical
+        form, then the globals, numbered dims by index, dims not numbered yet by what they are, then by where else
+        their dims occur. Items alike in all that whose new dims occur elsewhere too are a tie: which goes first is
+        :meth:`_choose`'s, and the others are ordered again once its dims are numbered."""
+        out = []
+        pending = list(items)
+        while pending:
+            ordered, tie = self._ordered(pending)
+            if tie is None:
+                out.extend(map(visit, ordered))
+                break
+            start, end = tie
+            out.extend(map(visit, ordered[:start]))
+            chosen = start + self._choose(end - start)
+            out.append(visit(ordered[chosen]))
+            pending = ordered[start:chosen] + ordered[chosen + 1 :]
+        return out
+
+    def _ordered(self, items: list) -> tuple[list, Optional[tuple[int, int]]]:
+        """``items`` sorted, and the bounds of the first tie in that order (None if there is none)."""
         keyed = [(self._order_key(item), item) for item in items]
         keyed.sort(key=_first)
-        for (key_a, a), (key_b, b) in zip(keyed, keyed[1:]):
-            if key_a == key_b and a is not b:
-                return [item for _, item in sorted(keyed, key=lambda pair: (pair[0], self._profile(pair[1])))]
-        return [item for _, item in keyed]
+        if all(a[0] != b[0] for a, b in zip(keyed, keyed[1:])):
+            return [item for _, item in keyed], None
+        keyed = [((key, self._profile(item)), item) for key, item in keyed]
+        keyed.sort(key=_first)
+        ordered = [item for _, item in keyed]
+        start = 0
+        for end in range(1, len(keyed) + 1):
+            if end == len(keyed) or keyed[end][0] != keyed[start][0]:
+                if end - start > 1 and self._matters(ordered[start:end]):
+                    return ordered, (start, end)
+                start = end
+        return ordered, None
+
+    def _matters(self, alike: list) -> bool:
+        """Whether the order of items alike in form and profile can change the canonical form: only if a dim not
+        numbered yet in them occurs more than once (else each order gives the same text, and nothing later names
+        their dims)."""
+        profiles = self._profiles or {}
+        return any(id(dim) not in self.index and len(profiles.get(id(dim), ())) > 1 for dim in dims_in(alike))
+
+    def _choose(self, options: int) -> int:
+        """Which of ``options`` tied items goes first: as ``choices`` says, else the first."""
+        if self._refuse_ties:
+            raise SerializationError(
+                f"{options} items alike but for which dims they share: too symmetric to order canonically within "
+                f"{MAX_TIE_RUNS} tries; make them distinguishable (e.g. other sizes, or put them in a list)"
+            )
+        position = len(self.ties)
+        self.ties.append(options)
+        return self._choices[position] if position < len(self._choices) else 0
 
     def _order_key(self, item: Any) -> tuple:
         if type(item) is DimRef:
@@ -247,45 +356,161 @@ class Canonicalizer:
         return (-1, type(item).__name__, repr(_Probe(self).value(item)))
 
     def _profile(self, item: Any) -> tuple:
-        """Where else the dims in ``item`` occur: for a dim, the sorted paths of its occurrences; for a tuple or a
-        set (as a set element or dict key), those of the dims in it, in its canonical order."""
+        """Where else the dims in ``item`` occur: for a dim, the sorted paths of its occurrences; for a tuple, those
+        of its items; for a set, those of its elements, sorted."""
         cls = type(item)
         if cls is DimRef:
             if self._profiles is None:
-                self._profiles = self._occurrence_profiles()
+                self._profiles = occurrence_paths(self._sections, _Probe(self))
             return self._profiles.get(id(item), ())
         if cls is MarkedRef:
             return self._profile(item.dim)
         if cls is set or cls is frozenset:
-            return tuple(map(self._profile, self._ordered(item)))
+            return tuple(sorted(map(self._profile, item)))
         if isinstance(item, tuple):
             return tuple(map(self._profile, item))
         return ()
 
-    def _occurrence_profiles(self) -> dict[int, tuple[str, ...]]:
-        """For each dim, the sorted paths of all its occurrences; set elements are ``{}``, and dict keys are ``{}=``
-        with the canonical form of their value. Tells apart dims alike in everything else, without their names."""
-        paths: dict[int, list[str]] = {}
-        probe = _Probe(self)
-        stack: list[tuple[Any, str]] = [(value, name) for name, value in self._sections]
-        while stack:
-            value, path = stack.pop()
-            if type(value) is DimRef:
-                paths.setdefault(id(value), []).append(path)
-                stack.extend((dep, f"{path}<-{i}") for i, dep in enumerate(value.dependencies()))
-            elif type(value) is MarkedRef:
-                stack.append((value.dim, f"{path}.{value.marker}"))
-            elif isinstance(value, dict):
-                for k, v in value.items():
-                    plain_key = isinstance(k, (str, int))
-                    stack.append((v, path + (key_step(k) if plain_key else "[{}]")))
-                    if not plain_key:
-                        stack.append((k, f"{path}{{}}={probe.value(v)!r}"))
-            elif isinstance(value, (list, tuple)):
-                stack.extend((v, f"{path}[{i}]") for i, v in enumerate(value))
-            elif isinstance(value, (set, frozenset)):
-                stack.extend((v, path + "{}") for v in value)
-        return {key: tuple(sorted(found)) for key, found in paths.items()}
+
+#: How many complete canonical forms :func:`canonical` may make to resolve ties before it refuses the input.
+MAX_TIE_RUNS = 256
+
+
+def canonical(
+    hashed: list[tuple[str, Any]], unhashed: list[tuple[str, Any]]
+) -> tuple[str, Canonicalizer, dict[str, Any]]:
+    """The hashed text, the canonicalizer (dim definitions by index) and the canonical form of the ``hashed``
+    sections (``unhashed`` ones only as far as hashed dims occur in them).
+
+    Where set elements or dict keys tie (:meth:`Canonicalizer._in_order`), each choice of which goes first is
+    tried, and the smallest text wins: a function of the content alone, never of an iteration order. Descriptions
+    are read only if an axis string may name one (``stag:`` and the like): the text has it, or an unhashed part."""
+    text, canonicalizer, form = _smallest(hashed, unhashed, None)
+    if "tag:" in text.lower() or any("tag:" in repr(value).lower() for _, value in unhashed):
+        readings = DescriptionReadings.find(hashed + unhashed)
+        if readings is not None:
+            text, canonicalizer, form = _smallest(hashed, unhashed, readings)
+    return text, canonicalizer, form
+
+
+def _smallest(
+    hashed: list[tuple[str, Any]], unhashed: list[tuple[str, Any]], readings: Optional[DescriptionReadings]
+) -> tuple[str, Canonicalizer, dict[str, Any]]:
+    """The smallest text over every choice at every tie (one run if there is no tie, as in nearly every config)."""
+    best: Optional[tuple[str, Canonicalizer, dict[str, Any]]] = None
+    pending: list[tuple[int, ...]] = [()]
+    runs = 0
+    while pending:
+        choices = pending.pop()
+        canonicalizer = Canonicalizer(choices)
+        form = canonicalizer.sections(hashed, unhashed, readings)
+        text = repr(form)
+        if best is None or text < best[0]:
+            best = (text, canonicalizer, form)
+        for position in range(len(choices), len(canonicalizer.ties)):  # beyond the prefix, the run chose 0
+            zeros = (0,) * (position - len(choices))
+            pending.extend(choices + zeros + (option,) for option in range(1, canonicalizer.ties[position]))
+        runs += 1
+        if runs + len(pending) > MAX_TIE_RUNS:
+            Canonicalizer(refuse_ties=True).sections(hashed, unhashed, readings)  # raises, naming the first tie
+    return best
+
+
+def tag_name(axis: str) -> Optional[str]:
+    """The (part of a) description an axis string finds a dim by in RETURNN (``Data.get_axes_from_description``
+    lowercases it and matches it as a substring of each dim's or its same-base's description), or None."""
+    lower = axis.lower()
+    for prefix in ("stag:", "tag:"):
+        if lower.startswith(prefix):
+            return lower[len(prefix) :]
+    if lower.startswith("stag-single:"):
+        parts = lower.split(":", 2)  # stag-single:<index>:<name>
+        return parts[2] if len(parts) == 3 else None
+    return None
+
+
+class DescriptionReadings:
+    """What RETURNN reads of dim descriptions: the names of the dicts' axis strings, and for each dim which of them
+    it matches. A plain dim's token says which names its description matches (a rename that keeps them keeps the
+    hash); the descriptions of the dims derived dims are made of are hashed in full, since RETURNN composes the
+    derived dims' descriptions from them. Copies match as their base (RETURNN's copies keep its description)."""
+
+    def __init__(self, names: set[str], sections: list[tuple[str, Any]]):
+        self.names = sorted(names)
+        self._made_into_derived = {
+            id(dep) for dim in dims_in(value for _, value in sections) if dim.op is not None for dep in dims_in([dim])
+        }
+
+    @classmethod
+    def find(cls, sections: list[tuple[str, Any]]) -> Optional[DescriptionReadings]:
+        names = {name for text in strings_in(value for _, value in sections) if (name := tag_name(text)) is not None}
+        return cls(names, sections) if names else None
+
+    def extras(self, ref: DimRef) -> str:
+        if ref.global_name is not None or ref.copy_of is not None or ref.op is not None:
+            return ""
+        description = ref.written_description()
+        if id(ref) in self._made_into_derived and not ref.auto_generated:  # auto-generated: in full already
+            return f" description={description!r}"
+        matched = [name for name in self.names if name in (description or "").lower()]
+        return f" read as {matched!r}" if matched else ""
+
+
+def strings_in(values: Iterable) -> Iterator[str]:
+    """Every str in ``values``: dict keys and values, container items."""
+    stack = list(values)
+    while stack:
+        value = stack.pop()
+        if type(value) is str:
+            yield value
+        elif isinstance(value, dict):
+            stack.extend(value)
+            stack.extend(value.values())
+        elif isinstance(value, (list, tuple, set, frozenset)):
+            stack.extend(value)
+
+
+def dims_in(values: Iterable) -> Iterator[DimRef]:
+    """Every DimRef in ``values`` (in containers, marked dims, and what they are derived from)."""
+    stack = list(values)
+    while stack:
+        value = stack.pop()
+        if type(value) is DimRef:
+            yield value
+            stack.extend(value.dependencies())
+        elif type(value) is MarkedRef:
+            stack.append(value.dim)
+        elif isinstance(value, dict):
+            stack.extend(value)
+            stack.extend(value.values())
+        elif isinstance(value, (list, tuple, set, frozenset)):
+            stack.extend(value)
+
+
+def occurrence_paths(sections: Iterable[tuple[str, Any]], probe: _Probe) -> dict[int, tuple[str, ...]]:
+    """For each dim, the sorted paths of all its occurrences in ``sections``; set elements are ``{}``, and dict keys
+    are ``{}=`` with the canonical form of their value (by ``probe``). Tells apart dims alike in everything else,
+    without their names."""
+    paths: dict[int, list[str]] = {}
+    stack: list[tuple[Any, str]] = [(value, name) for name, value in sections]
+    while stack:
+        value, path = stack.pop()
+        if type(value) is DimRef:
+            paths.setdefault(id(value), []).append(path)
+            stack.extend((dep, f"{path}<-{i}") for i, dep in enumerate(value.dependencies()))
+        elif type(value) is MarkedRef:
+            stack.append((value.dim, f"{path}.{value.marker}"))
+        elif isinstance(value, dict):
+            for k, v in value.items():
+                plain_key = isinstance(k, (str, int))
+                stack.append((v, path + (key_step(k) if plain_key else "[{}]")))
+                if not plain_key:
+                    stack.append((k, f"{path}{{}}={probe.value(v)!r}"))
+        elif isinstance(value, (list, tuple)):
+            stack.extend((v, f"{path}[{i}]") for i, v in enumerate(value))
+        elif isinstance(value, (set, frozenset)):
+            stack.extend((v, path + "{}") for v in value)
+    return {key: tuple(sorted(found)) for key, found in paths.items()}
 
 
 class _Probe(Canonicalizer):
@@ -304,3 +529,7 @@ class _Probe(Canonicalizer):
 
     def _numbered(self, items) -> None:
         return None  # the fast path spells numbered dims as the owner's tokens; the probe has its own (``<#3>``)
+
+    def _in_order(self, items: Iterable, visit: Callable[[Any], Any]) -> list:
+        """By form alone: items alike in it give the same text in any order (dims are written by what they are)."""
+        return [visit(item) for item in sorted(items, key=self._order_key)]

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Any
 
 from sisyphus.hash import sis_hash_helper
 
-from .canonical import Canonicalizer
+from .canonical import Canonicalizer, canonical
 
 if TYPE_CHECKING:
     from ..serialization.serializer import ReturnnCommonSerializer
@@ -16,23 +16,25 @@ if TYPE_CHECKING:
 FORMAT_VERSION = 1
 
 
-def hashed_sections(serializer: ReturnnCommonSerializer) -> list[tuple[str, Any]]:
-    """The parts that count for the hash."""
-    return [(name, value) for name, value in serializer.sections() if name.partition("[")[0] not in serializer.unhashed]
+def split_sections(serializer: ReturnnCommonSerializer) -> tuple[list[tuple[str, Any]], list[tuple[str, Any]]]:
+    """The parts that count for the hash, and the others."""
+    hashed, unhashed = [], []
+    for name, value in serializer.sections():
+        (unhashed if name.partition("[")[0] in serializer.unhashed else hashed).append((name, value))
+    return hashed, unhashed
 
 
 def canonical_form(serializer: ReturnnCommonSerializer) -> tuple[Canonicalizer, dict[str, Any]]:
     """The canonicalizer (for dim definitions by index) and the canonical form of the hashed parts."""
-    canonicalizer = Canonicalizer()
-    return canonicalizer, canonicalizer.sections(hashed_sections(serializer))
+    _, canonicalizer, form = canonical(*split_sections(serializer))
+    return canonicalizer, form
 
 
 def serializer_sis_hash(serializer: ReturnnCommonSerializer) -> bytes:
     """Bytes for Sisyphus to splice into the hash of whatever holds the serializer (e.g. a ReturnnConfig)."""
     if serializer.hash_value is not None:
         return b"(ReturnnCommonSerializer, explicit, " + sis_hash_helper(serializer.hash_value) + b")"
-    _, form = canonical_form(serializer)
-    text = repr(form)
+    text, _, _ = canonical(*split_sections(serializer))
     if serializer.unhashed:
         text = f"unhashed {sorted(serializer.unhashed)!r} {text}"
     digest = hashlib.sha256(text.encode("utf-8")).hexdigest()

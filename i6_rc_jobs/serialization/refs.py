@@ -96,11 +96,9 @@ class DimRef(CodeWrapper):
             if self.match_priority != base.match_priority:
                 args.append(f"match_priority={self.match_priority}")
             return f"{base.name}.copy({', '.join(args)})"
-        if self.auto_generated:  # the description is what makes auto-generated dims equal or not (RETURNN)
-            description = "None" if self.description is None else str_code(self.description)
-        else:
-            description = str_code(self.description or self.name)
-        args = [repr(self.size), f"description={description}", f"kind={_kind_code(self.kind)}"]
+        description = self.written_description()
+        description_code = "None" if description is None else str_code(description)
+        args = [repr(self.size), f"description={description_code}", f"kind={_kind_code(self.kind)}"]
         if self.match_priority:
             args.append(f"match_priority={self.match_priority}")
         if self.auto_generated:
@@ -110,6 +108,13 @@ class DimRef(CodeWrapper):
         if self.capacity is not None and self.capacity != self.size:
             args.append(f"capacity={self.capacity}")
         return f"Dim({', '.join(args)})"
+
+    def written_description(self) -> Optional[str]:
+        """The description a plain dim gets in the written code: exactly its own if auto-generated (it makes such
+        dims equal or not in RETURNN), else its own or, if it has none, its variable name."""
+        if self.auto_generated:
+            return self.description
+        return self.description or self.name
 
     def dependencies(self) -> tuple[DimRef, ...]:
         """The refs this one is defined from, which the prolog must define first."""

@@ -65,8 +65,9 @@ def check_leaf(value: Any) -> None:
 
 
 def sisyphus_values(value: Any) -> list[DelayedBase]:
-    """The Sisyphus values (paths, variables, delayed ops) in ``value``, in the order a depth-first walk meets them:
-    the inputs of a job that writes it. Each container is looked into once (edited dicts may contain themselves)."""
+    """The Sisyphus values (paths, variables, delayed ops, also as a CodeWrapper's code) in ``value``, in the order
+    a depth-first walk meets them: the inputs of a job that writes it. Each container is looked into once (edited dicts may contain themselves).
+    """
     found = []
     seen: set[int] = set()
     stack = [value]
@@ -85,6 +86,8 @@ def sisyphus_values(value: Any) -> list[DelayedBase]:
                     stack.extend(item)
         elif isinstance(item, DelayedBase):
             found.append(item)
+        elif isinstance(item, CodeWrapper) and isinstance(item.code, DelayedBase):  # written by its value, as i6_core
+            found.append(item.code)
     return found
 
 
