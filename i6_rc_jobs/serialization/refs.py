@@ -150,3 +150,11 @@ class MarkedRef(CodeWrapper):
     @property
     def code(self) -> str:
         return f"{self.marker}({self.dim.name})"
+
+    # Equal as RETURNN's marked dims are (one marker around one dim), so that a dict cannot hold two keys that the
+    # written config would load as one.
+    def __eq__(self, other: object) -> bool:
+        return type(other) is MarkedRef and other.marker == self.marker and other.dim is self.dim
+
+    def __hash__(self) -> int:
+        return hash((self.marker, id(self.dim)))
