@@ -6,7 +6,8 @@ A config can be correct Python and still fail in RETURNN (a dim that lost its id
 a layer option that no longer exists). Such errors show up only when RETURNN constructs the network, so this
 catches them in seconds in the manager or a test, instead of minutes into a cluster job.
 
-Usage: ``python -m i6_rc_jobs.returnn_check CONFIG [--epochs 1 5 10]``.
+Usage: ``python -m i6_rc_jobs.returnn_check CONFIG [--epochs 1 5 10]``, or ``python .../returnn_check.py ...`` in a
+Python with RETURNN but without i6_rc_jobs (it imports nothing of the package).
 
 TensorFlow is imported only inside the functions, so importing this module (and i6_rc_jobs) stays light.
 Set ``CUDA_VISIBLE_DEVICES=""`` in the environment on machines with nvcc but without a GPU,
@@ -18,6 +19,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import io
+import os
 import sys
 import types
 from typing import TYPE_CHECKING, Any, Iterator, Optional, Sequence
@@ -282,6 +284,16 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     parser.add_argument("--epochs", type=int, nargs="+", default=[1], help="epochs to check (default: 1)")
     parser.add_argument("--verbose", action="store_true", help="show what RETURNN prints while constructing")
     args = parser.parse_args(argv)
+    try:
+        import returnn
+    except ImportError as exc:
+        print(
+            f"error: RETURNN is not importable in {sys.executable} ({exc}): give CreateConfigJob returnn_root=... "
+            f"(a RETURNN checkout) and returnn_python_exe=..., as to i6_core's RETURNN jobs, or add RETURNN to it",
+            file=sys.stderr,
+        )
+        return 2
+    print(f"RETURNN {returnn.__version__} from {os.path.dirname(os.path.dirname(returnn.__file__))}")
     if not args.verbose:
         import logging
 
@@ -292,7 +304,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         print(f"error: {exc}", file=sys.stderr)
         return 1
     for epoch, names in result.items():
-        print(f"epoch {epoch}: {len(names)} layers")
+        print(f"epoch {epoch}: RETURNN constructed {len(names)} layers")
     return 0
 
 

@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import os
 import stat
+import sys
 
 import pytest
 from i6_core.returnn.config import ReturnnConfig
+from sisyphus import tk
 from sisyphus.hash import short_hash
 
 from i6_rc_jobs import CreateConfigJob, SerializationError
@@ -14,7 +16,7 @@ from i6_rc_jobs import atomic_file
 from i6_rc_jobs.serialization.config_file import config_code, write_config_file
 from tests.support.cases import encoder_decoder, staged
 from tests.support.jobs import MakeCheckpoint
-from tests.support.sisyphus_setup import job_dirs, make_setup, run_manager
+from tests.support.sisyphus_setup import REPO, job_dirs, make_setup, run_manager
 
 BLOCKER = '''
 import os
@@ -211,6 +213,55 @@ def test_check_constructs_every_stage_and_names_the_failing_layer(tmp_path):
     assert (bad / "finished.run.1").exists() and (bad / "error.check_networks.1").exists()
     log = (bad / "log.check_networks.1").read_text()
     assert "epoch 10" in log and "'ff2'" in log and "no_such_layer_class" in log, log[-3000:]
+
+
+def test_check_runs_with_the_setups_returnn_and_python_and_says_when_there_is_none(tmp_path):
+    """An i6 setup's RETURNN is a checkout under tools/, given to the jobs as returnn_root; the worker's Python need
+    not import it. Without it and without an importable RETURNN, the check fails with one line that says what to
+    give."""
+    (tmp_path / "tools").mkdir()
+    (tmp_path / "tools" / "returnn").symlink_to(REPO / ".deps" / "src" / "returnn")
+    blocker = tmp_path / "blocker"
+    blocker.mkdir()
+    (blocker / "sitecustomize.py").write_text(BLOCKER.replace('("returnn_common", "tensorflow")', '("returnn",)'))
+    python_without_returnn = tmp_path / "tools" / "python-without-returnn"
+    python_without_returnn.write_text(f'#!/bin/sh\nPYTHONPATH={blocker} exec {sys.executable} "$@"\n')
+    python_without_returnn.chmod(0o755)
+    setup = make_setup(
+        tmp_path,
+        f"""
+        import sys
+        from sisyphus import tk
+        from i6_core.returnn.config import ReturnnConfig
+        from i6_rc_jobs import CreateConfigJob
+        from tests.support.cases import staged
+
+
+        def main():
+            config = ReturnnConfig({{"use_tensorflow": True, "behavior_version": 21}}, python_prolog=[staged()])
+            given = CreateConfigJob(
+                config, check=True, returnn_root=tk.Path("tools/returnn"), returnn_python_exe=tk.Path(sys.executable)
+            )
+            given.add_alias("given")
+            none = CreateConfigJob(config, check=True, returnn_python_exe=tk.Path("{python_without_returnn}"))
+            none.add_alias("none")
+            for job in (given, none):
+                tk.register_output(f"{{job.get_one_alias()}}.config", job.out_config)
+        """,
+    )
+    run_manager(setup)
+    log = (setup / "alias" / "given" / "log.check_networks.1").read_text()
+    assert f"from {tmp_path}/tools/returnn\n" in log and "epoch 1: RETURNN constructed" in log, log[-2000:]
+    log = (setup / "alias" / "none" / "log.check_networks.1").read_text()
+    assert (setup / "alias" / "none" / "error.check_networks.1").exists()
+    assert "RETURNN is not importable in" in log and "give CreateConfigJob returnn_root=" in log, log[-2000:]
+
+
+def test_returnn_root_and_python_stay_out_of_the_hash_unless_given():
+    config = _config(encoder_decoder())
+    assert CreateConfigJob(config, check=True, returnn_root=None) is CreateConfigJob(config, check=True)
+    given = CreateConfigJob(config, check=True, returnn_root=tk.Path("/opt/returnn"))
+    assert given is not CreateConfigJob(config, check=True)
 
 
 def test_paths_inside_the_dicts_are_job_inputs_and_written_as_their_value(tmp_path):

@@ -2,28 +2,49 @@
 
 from __future__ import annotations
 
-from i6_core.returnn.config import ReturnnConfig
-from sisyphus import Job, Task
+import os
+import subprocess
+import sys
+from typing import Optional
 
+from i6_core.returnn.config import ReturnnConfig
+from sisyphus import Job, Task, tk
+from sisyphus import global_settings as gs
+
+from .. import returnn_check
 from ..serialization.config_file import serializers_in, write_config_file
 
 
 class CreateConfigJob(Job):
     """Writes ``out_config`` (first line ``#!rnn.py``) in a mini task that needs neither returnn_common nor
     TensorFlow, so that a broken config fails here and not after a cluster queue wait. With ``check=True`` a second
-    task loads the written file with RETURNN and constructs the network of every stage."""
+    task loads the written file with RETURNN and constructs the network of every stage, with the RETURNN and the
+    Python the setup trains with (as i6_core's RETURNN jobs take them), in a process of its own."""
 
-    __sis_hash_exclude__ = {"check": False}
+    __sis_hash_exclude__ = {"check": False, "returnn_root": None, "returnn_python_exe": None}
 
-    def __init__(self, returnn_config: ReturnnConfig, *, check: bool = False):
+    def __init__(
+        self,
+        returnn_config: ReturnnConfig,
+        *,
+        check: bool = False,
+        returnn_root: Optional[tk.Path] = None,
+        returnn_python_exe: Optional[tk.Path] = None,
+    ):
         """
         :param returnn_config: the config; its hash is this job's hash
-        :param check: also construct the networks with RETURNN (needs TensorFlow in the worker)
+        :param check: also construct the networks with RETURNN (needs TensorFlow where it runs)
+        :param returnn_root: the RETURNN checkout the check imports, as given to i6_core's RETURNN jobs; default:
+            the settings' ``RETURNN_ROOT``, else the RETURNN that the check's Python imports
+        :param returnn_python_exe: the Python (or wrapper script) the check runs in; default: the settings'
+            ``RETURNN_PYTHON_EXE``, else the worker's own
         """
         if not isinstance(returnn_config, ReturnnConfig):
             raise TypeError(f"CreateConfigJob needs an i6_core ReturnnConfig, got {type(returnn_config).__name__}")
         self.returnn_config = returnn_config
         self.check = check
+        self.returnn_root = returnn_root
+        self.returnn_python_exe = returnn_python_exe
         self.out_config = self.output_path("returnn.config")
 
     def tasks(self):
@@ -35,9 +56,15 @@ class CreateConfigJob(Job):
         write_config_file(self.returnn_config, self.out_config.get_path())
 
     def check_networks(self):
-        from ..returnn_check import construct_networks
-
         epochs = sorted({epoch for s in serializers_in(self.returnn_config) for epoch in s.stage_epochs()}) or [1]
-        layers = construct_networks(self.out_config.get_path(), epochs=epochs)
-        for epoch, names in sorted(layers.items()):
-            print(f"epoch {epoch}: RETURNN constructed {len(names)} layers")
+        root = self.returnn_root or getattr(gs, "RETURNN_ROOT", None)
+        python = self.returnn_python_exe or getattr(gs, "RETURNN_PYTHON_EXE", None) or sys.executable
+        env = dict(os.environ)
+        if root is not None:  # before the Python's own paths, as rnn.py of that checkout would import it
+            env["PYTHONPATH"] = os.pathsep.join([os.fspath(root), *filter(None, [env.get("PYTHONPATH")])])
+        command = [os.fspath(python), returnn_check.__file__, self.out_config.get_path(), "--epochs", *map(str, epochs)]
+        done = subprocess.run(command, env=env, stderr=subprocess.PIPE, text=True)
+        sys.stderr.write(done.stderr)
+        if done.returncode != 0:
+            last = (done.stderr.strip().splitlines() or [f"exit status {done.returncode}"])[-1]
+            raise RuntimeError(f"CreateConfigJob check with {os.fspath(python)}: {last}")
