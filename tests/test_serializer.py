@@ -547,3 +547,31 @@ def test_namedtuple_classes_the_config_cannot_import_by_name_are_refused_when_co
             ReturnnCommonSerializer(network={"x": [renamed(1, 2)]})
         finally:
             renamed.__module__ = "tests.support.other_records"
+
+
+def _names_by_first_free_suffix(descriptions: list[str]) -> list[str]:
+    """The naming rule by its definition: the stem, else the first of ``_1``, ``_2``, ... whose name is free."""
+    from i6_rc_jobs.serialization.naming import RESERVED, dim_name_stem
+
+    taken, names = set(RESERVED), []
+    for description in descriptions:
+        stem = dim_name_stem(description)
+        name = stem
+        i = 0
+        while name in taken:
+            i += 1
+            name = f"{stem[:-4]}_{i}_dim"
+        taken.add(name)
+        names.append(name)
+    return names
+
+
+def test_dim_names_are_the_first_free_suffix_also_when_descriptions_look_like_suffixed_names():
+    from i6_rc_jobs.serialization.naming import NameAllocator
+
+    descriptions = ["x", "x 1", "x", "x_1", "x", "x 3", "x", "x", "x 1 1", "x 1", "x 1", "batch", "batch", "x:2", "x"]
+    allocator = NameAllocator()
+    names = [allocator.allocate(d) for d in descriptions]
+    assert names == _names_by_first_free_suffix(descriptions)
+    assert names[:8] == ["x_dim", "x_1_dim", "x_2_dim", "x_1_1_dim", "x_3_dim", "x_3_1_dim", "x_4_dim", "x_5_dim"]
+    assert len(set(names)) == len(names)
