@@ -4,6 +4,7 @@ errors that name the path, staged networks, ReturnnConfig integration, and behav
 from __future__ import annotations
 
 import collections
+import copy
 import json
 import os
 import pickle
@@ -575,3 +576,24 @@ def test_dim_names_are_the_first_free_suffix_also_when_descriptions_look_like_su
     assert names == _names_by_first_free_suffix(descriptions)
     assert names[:8] == ["x_dim", "x_1_dim", "x_2_dim", "x_1_1_dim", "x_3_dim", "x_3_1_dim", "x_4_dim", "x_5_dim"]
     assert len(set(names)) == len(names)
+
+
+def test_namedtuples_that_their_items_do_not_rebuild_are_refused_when_converted():
+    records = other_records
+    with_attributes = records.WithAttributes(1)
+    with_attributes.note = "lost"
+    refused = {
+        "has its own __new__ (in Doubling)": records.Doubling(1),
+        "redefines _fields": records.Short(1, 2),
+        "has instance attributes ['note']": with_attributes,
+    }
+    for problem, value in refused.items():
+        with pytest.raises(SerializationError, match=rf"^network\['x'\]\['p'\]\[1\]: .*{re.escape(problem)}"):
+            ReturnnCommonSerializer(network={"x": {"p": [0, value]}})
+    serializer = ReturnnCommonSerializer(network={"x": {"p": records.WithMethod(1, 2)}})
+    copied = copy.deepcopy(serializer)
+    copied.close()
+    assert load(copied.get())["network"]["x"]["p"] == records.WithMethod(1, 2)
+    serializer.network["x"]["q"] = records.Doubling(1)
+    with pytest.raises(SerializationError, match=r"^network\['x'\]\['q'\]: .*has its own __new__"):
+        serializer.get()

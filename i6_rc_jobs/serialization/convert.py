@@ -15,7 +15,7 @@ from returnn.tensor.marked_dim import MarkedDim
 from .capture import DimCapture
 from .errors import SerializationError
 from .refs import DimRef, MarkedRef
-from .values import LEAF_TYPES, check_leaf, is_namedtuple, key_step, namedtuple_source, walk_guarded
+from .values import LEAF_TYPES, check_leaf, check_namedtuple, is_namedtuple, key_step, walk_guarded
 
 
 def convert(value: Any, capture: DimCapture, root: str) -> Any:
@@ -49,7 +49,7 @@ def _convert(value: Any, capture: DimCapture) -> Any:
         return out
     if cls is list or cls is tuple or is_namedtuple(value):
         if cls is not list and cls is not tuple:
-            namedtuple_source(cls)  # refused now, not when the config is written
+            check_namedtuple(value)  # refused now, not when the config is written
         out = []
         for i, v in enumerate(value):
             try:

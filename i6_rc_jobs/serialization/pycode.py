@@ -12,7 +12,7 @@ from sisyphus.delayed_ops import DelayedBase
 from .errors import SerializationError, describe
 from .refs import MARKERS, DimRef, MarkedRef
 from .strings import str_code
-from .values import LEAF_TYPES, check_leaf, is_namedtuple, key_step, namedtuple_source, walk_guarded
+from .values import LEAF_TYPES, check_leaf, check_namedtuple, is_namedtuple, key_step, walk_guarded
 
 INDENT = "    "
 #: A container is written on one line if it fits in this many characters after its indentation (black's line
@@ -152,7 +152,7 @@ class CodeWriter:
 
     def _namedtuple(self, value: tuple, indent: str) -> str:
         cls = type(value)
-        module, qualname = namedtuple_source(cls)
+        module, qualname = check_namedtuple(value)
         top, _, rest = qualname.partition(".")
         local = self.classes.get((module, top))
         if local is None:  # imported as another name if it would rebind a dim's, an import's or the dicts' name

@@ -21,7 +21,9 @@ def is_namedtuple(value: Any) -> bool:
 
 def namedtuple_source(cls: type) -> tuple[str, str]:
     """(module, qualified name) by which the written config imports a namedtuple class; an error if that does not
-    give the class back, so that no config is written which fails to import it."""
+    give the class back, so that no config is written which fails to import it, or if ``cls(*items)`` (how copies are
+    made and the written code calls it) does not rebuild its values."""
+    _check_rebuilds(cls)
     module, qualname = cls.__module__, cls.__qualname__
     if module == "__main__":
         raise SerializationError(f"a namedtuple class from __main__ cannot be imported by the config: {qualname}")
@@ -34,6 +36,42 @@ def namedtuple_source(cls: type) -> tuple[str, str]:
             f"or bound to another name): define it at the top level of its module"
         )
     return module, qualname
+
+
+def _check_rebuilds(cls: type) -> None:
+    """Refuses a namedtuple class whose values ``cls(*items)`` would not give back: one with its own ``__new__``
+    above the one ``collections.namedtuple`` made (it may change the items, e.g. double one at every copy), or with
+    ``_fields`` redefined (items beyond them would be hashed but not written)."""
+    for klass in cls.__mro__:
+        if "_fields" in vars(klass):
+            made = klass.__bases__[0] is tuple and "__new__" in vars(klass) and "_make" in vars(klass)
+            if made:
+                return
+            break
+        if "__new__" in vars(klass):
+            raise SerializationError(
+                f"the namedtuple class {cls.__module__}.{cls.__qualname__} has its own __new__ "
+                f"(in {klass.__qualname__}): copies and the written code, which call {cls.__qualname__}(*items), "
+                f"would not give its values back"
+            )
+    raise SerializationError(
+        f"the namedtuple class {cls.__module__}.{cls.__qualname__} redefines _fields: copies and the written code, "
+        f"which use them, would not give its values back"
+    )
+
+
+def check_namedtuple(value: tuple) -> tuple[str, str]:
+    """:func:`namedtuple_source` of the value's class, after checking that the value itself is rebuilt from its
+    items: one item per field and no instance attributes (of a subclass without ``__slots__``)."""
+    cls = type(value)
+    source = namedtuple_source(cls)
+    if len(value) != len(cls._fields):
+        raise SerializationError(f"{describe(value)} has {len(value)} items but {len(cls._fields)} fields")
+    if getattr(value, "__dict__", None):
+        raise SerializationError(
+            f"{describe(value)} has instance attributes {sorted(value.__dict__)}, which are neither copied nor written"
+        )
+    return source
 
 
 def key_step(key: Any) -> str:
