@@ -597,3 +597,26 @@ def test_namedtuples_that_their_items_do_not_rebuild_are_refused_when_converted(
     serializer.network["x"]["q"] = records.Doubling(1)
     with pytest.raises(SerializationError, match=r"^network\['x'\]\['q'\]: .*has its own __new__"):
         serializer.get()
+
+
+def test_parts_set_through_the_attributes_are_checked_as_the_constructors_are():
+    feat = Dim(5, description="feat", kind=Dim.Types.Feature)
+    net = {"output": {"class": "linear", "out_dim": feat}}
+    serializer = ReturnnCommonSerializer(staged_networks={1: net})
+    injected = "__import__('os').system('echo injected')"
+    with pytest.raises(SerializationError, match=r"^staged_networks: staged_networks needs int start epochs as keys"):
+        serializer.staged_networks = {injected: serializer.staged_networks[1]}
+    with pytest.raises(SerializationError, match=r"^ReturnnCommonSerializer: give either network or staged_networks"):
+        serializer.network = {"output": {"class": "copy"}}
+    with pytest.raises(SerializationError, match=r"^staged_networks\[1\]\['output'\]\['out_dim'\]: .* raw RETURNN Dim"):
+        serializer.staged_networks = {1: net}
+    with pytest.raises(SerializationError, match=r"^extern_data\['data'\]\['dim_tags'\]\[0\]: .* raw RETURNN Dim"):
+        serializer.extern_data = {"data": {"dim_tags": [batch_dim, feat]}}
+    with pytest.raises(SerializationError, match=r"^network: 'output' .*is not a dict"):
+        ReturnnCommonSerializer(network="output")
+    serializer.staged_networks[injected] = serializer.staged_networks[1]  # an edit in place: refused when written
+    with pytest.raises(SerializationError, match=r"^staged_networks: staged_networks needs int start epochs as keys"):
+        serializer.get()
+    del serializer.staged_networks[injected]
+    serializer.staged_networks = {2: serializer.staged_networks[1]}
+    assert "if epoch >= 2:" in serializer.get()

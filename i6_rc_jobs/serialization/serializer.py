@@ -13,7 +13,7 @@ from .copying import copy_tree
 from .errors import SerializationError, describe
 from .prolog import dim_lines
 from .pycode import INDENT, CodeWriter
-from .values import sisyphus_values
+from .values import check_tree, sisyphus_values
 
 #: The parts a serializer holds, in the order they are written and hashed.
 PARTS = ("extern_data", "network", "staged_networks")
@@ -34,9 +34,31 @@ def _part(name: str) -> property:
         return self._opened()[name]
 
     def set_(self: ReturnnCommonSerializer, value: Any) -> None:
-        self._opened()[name] = value
+        data = self._opened()
+        _check_parts({**data, name: value})
+        if value is not None:
+            check_tree(value, name)
+        data[name] = value
 
     return property(get, set_, doc=f"The {name} dict (DimRefs in place of dims), or None.")
+
+
+def _check_parts(data: dict[str, Any]) -> None:
+    """The rules for the parts, checked wherever they come from (constructor, attributes, and before writing, for
+    edits in place): dicts, never both network and staged_networks, stages keyed by int start epochs (written as
+    code into get_network)."""
+    for name in PARTS:
+        if data[name] is not None and not isinstance(data[name], dict):
+            raise SerializationError(f"{describe(data[name])} is not a dict").at(name)
+    if data["network"] is not None and data["staged_networks"] is not None:
+        raise SerializationError("give either network or staged_networks, not both").at("ReturnnCommonSerializer")
+    staged = data["staged_networks"]
+    if staged is not None:
+        if not staged or not all(type(epoch) is int for epoch in staged):
+            raise SerializationError("staged_networks needs int start epochs as keys").at("staged_networks")
+        for epoch, net in staged.items():
+            if not isinstance(net, dict):
+                raise SerializationError(f"{describe(net)} is not a dict").at(f"staged_networks[{epoch}]")
 
 
 class ReturnnCommonSerializer(DelayedBase):
@@ -75,12 +97,7 @@ class ReturnnCommonSerializer(DelayedBase):
         from .capture import DimCapture
         from .convert import convert
 
-        if network is not None and staged_networks is not None:
-            raise SerializationError("give either network or staged_networks, not both").at("ReturnnCommonSerializer")
-        if staged_networks is not None and (
-            not staged_networks or not all(type(epoch) is int for epoch in staged_networks)
-        ):
-            raise SerializationError("staged_networks needs int start epochs as keys").at("staged_networks")
+        _check_parts({"extern_data": extern_data, "network": network, "staged_networks": staged_networks})
         unknown = set(unhashed) - set(PARTS)
         if unknown:
             raise SerializationError(f"unknown parts {sorted(unknown)}, choose from {PARTS}").at("unhashed")
@@ -239,6 +256,7 @@ class ReturnnCommonSerializer(DelayedBase):
 
     def _render(self) -> tuple[CodeWriter, list[str], list[str]]:
         """Writes the dicts, then the lines of the dims they name: (writer, dim lines, dict code parts)."""
+        _check_parts(self._data)
         writer = CodeWriter()
         parts = []
         for name in ("extern_data", "network"):

@@ -102,6 +102,36 @@ def check_leaf(value: Any) -> None:
     raise SerializationError(f"{describe(value)} cannot be written as Python code")
 
 
+def check_tree(value: Any, root: str) -> None:
+    """Refuses, naming the path, what the writer would refuse in ``value``, for data that enters a serializer after
+    conversion (through its attributes): raw RETURNN dims, values without a code form, namedtuples their items do not
+    rebuild. Sisyphus values are not resolved (they may not be computed yet)."""
+    walk_guarded(_check, value, root)
+
+
+def _check(value: Any) -> None:
+    cls = type(value)
+    if cls in LEAF_TYPES:
+        return
+    if cls is dict:
+        for key, item in value.items():
+            try:
+                _check(key)
+                _check(item)
+            except SerializationError as e:
+                raise e.at(key_step(key))
+    elif cls is list or cls is tuple or cls is set or cls is frozenset or is_namedtuple(value):
+        if is_namedtuple(value):
+            check_namedtuple(value)
+        for i, item in enumerate(value):
+            try:
+                _check(item)
+            except SerializationError as e:
+                raise e.at(f"{{{describe(item)}}}" if isinstance(value, (set, frozenset)) else f"[{i}]")
+    else:
+        check_leaf(value)
+
+
 def sisyphus_values(value: Any) -> list[DelayedBase]:
     """The Sisyphus values (paths, variables, delayed ops) in ``value``, in the order a depth-first walk meets them:
     the inputs of a job that writes it. Each container is looked into once (edited dicts may contain themselves)."""
