@@ -620,3 +620,63 @@ def test_parts_set_through_the_attributes_are_checked_as_the_constructors_are():
     del serializer.staged_networks[injected]
     serializer.staged_networks = {2: serializer.staged_networks[1]}
     assert "if epoch >= 2:" in serializer.get()
+
+
+def _nested(levels: int, leaf, wrap) -> object:
+    for _ in range(levels):
+        leaf = wrap(leaf)
+    return leaf
+
+
+def _too_deep(path: str) -> str:
+    return rf"^{re.escape(path)}: is nested too deeply: its code would be inside more than 200 brackets"
+
+
+def test_nesting_beyond_what_python_compiles_is_refused_at_construction_with_its_path():
+    # Python compiles code inside at most 200 brackets (network = {...} is one): the deepest accepted values compile
+    deepest = {
+        "dicts": (_nested(199, 1, lambda d: {"a": d}), _nested(200, 1, lambda d: {"a": d})),
+        "lists": ({"a": _nested(198, 1, lambda d: [d])}, {"a": _nested(199, 1, lambda d: [d])}),
+        "tuples": ({"a": _nested(198, "x", lambda d: (d,))}, {"a": _nested(199, "x", lambda d: (d,))}),
+        "frozensets": (
+            {"a": _nested(99, 1, lambda d: frozenset([d]))},
+            {"a": _nested(100, 1, lambda d: frozenset([d]))},
+        ),
+        "nan leaf": (_nested(198, float("nan"), lambda d: {"a": d}), _nested(199, float("nan"), lambda d: {"a": d})),
+        "complex leaf": (
+            _nested(197, complex("nan+1j"), lambda d: {"a": d}),
+            _nested(198, complex("nan+1j"), lambda d: {"a": d}),
+        ),
+    }
+    for name, (accepted, refused) in deepest.items():
+        code = ReturnnCommonSerializer(network={"x": accepted}).get()
+        assert repr(load(code)["network"]["x"]) == repr(accepted), name
+        with pytest.raises(SerializationError) as info:
+            ReturnnCommonSerializer(network={"x": refused})
+        message = str(info.value)
+        assert "\n" not in message and re.match(
+            r"^network\['x'\](\['a'\]|\[0\]|\{.*?\})*: is nested too deeply", message
+        )
+        with pytest.raises(SerializationError, match="is nested too deeply"):
+            ReturnnCommonSerializer(network={}).network = {"x": refused}
+    with pytest.raises(SerializationError, match=_too_deep("staged_networks[3]" + "['a']" * 200)):
+        ReturnnCommonSerializer(staged_networks={3: _nested(201, 1, lambda d: {"a": d})})
+
+
+def test_ints_with_more_digits_than_python_reads_are_refused_at_construction_with_their_path():
+    largest = -(10**4300 - 1)
+    serializer = ReturnnCommonSerializer(network={"x": {"n": largest}})
+    script = "import sys; exec(sys.stdin.read()); assert network['x']['n'] == -(10**4300 - 1)"
+    subprocess.run([sys.executable, "-c", script], input=serializer.get(), text=True, check=True)
+    assert serializer._sis_hash() != ReturnnCommonSerializer(network={"x": {"n": largest + 1}})._sis_hash()
+    for network, path in (
+        ({"x": {"n": 10**4300}}, "network['x']['n']"),
+        ({"x": [1, -(10**4300)]}, "network['x'][1]"),
+        ({"x": {10**5000: 1}}, "network['x'][<an int of more than 4300 digits>]"),
+        ({"x": {"s": {10**4300}}}, "network['x']['s']{<an int of more than 4300 digits>}"),
+    ):
+        with pytest.raises(SerializationError, match="an int of more than 4300 digits") as info:
+            ReturnnCommonSerializer(network=network)
+        assert str(info.value).startswith(f"{path}: ")
+    with pytest.raises(SerializationError, match=r"^network\['x'\]\['n'\]: an int of more than 4300 digits"):
+        ReturnnCommonSerializer(network={}).network = {"x": {"n": 10**4300}}

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import gc
+import math
 import sys
 from typing import Any, Callable, Optional
 
@@ -13,6 +14,62 @@ from .errors import SerializationError, describe
 
 #: Leaves the walks take as they are, checked inline (``type(x) in LEAF_TYPES``) on their hot paths.
 LEAF_TYPES = frozenset({str, int, float, bool, type(None), bytes})
+
+
+#: Python compiles no code with more than this many nested brackets ("too many nested parentheses"; measured with
+#: compile() on Python 3.11: 200 compile, 201 do not, for any mix of brackets and in a function body too).
+MAX_BRACKETS = 200
+#: Python reads no decimal int literal of more digits than 4300 (its default int_max_str_digits, which the process
+#: that runs the config has), and the hash spells ints in decimal too.
+MAX_INT_DIGITS = 4300
+INT_HIGH = 10**MAX_INT_DIGITS
+INT_LOW = -INT_HIGH
+
+
+def check_int(value: int) -> int:
+    """``value``, or an error if it has more digits than Python reads (see :data:`MAX_INT_DIGITS`)."""
+    if INT_LOW < value < INT_HIGH:
+        return value
+    raise SerializationError(
+        f"an int of more than {MAX_INT_DIGITS} digits (about {int(value.bit_length() * 0.30103)}), more than Python "
+        f"reads back from code: write it as a str (or CodeWrapper code) and convert it where it is used"
+    )
+
+
+def brackets(value: Any) -> int:
+    """How many brackets the written code of ``value`` opens around what is inside (``frozenset({...})``: two,
+    ``float("nan")``: one); what counts toward :data:`MAX_BRACKETS`."""
+    from .refs import MarkedRef
+
+    cls = type(value)
+    if cls is float:
+        return 0 if math.isfinite(value) else 1
+    if cls is complex:
+        return 1 if math.isfinite(value.real) and math.isfinite(value.imag) else 2
+    if cls is frozenset:
+        return 2
+    if cls in (dict, list, tuple, set, MarkedRef) or is_namedtuple(value):
+        return 1
+    return 0
+
+
+#: Inside fewer brackets than this, no leaf (which opens at most two) exceeds :data:`MAX_BRACKETS`: the walks take
+#: leaves inline without counting their brackets.
+NEAR_MAX_BRACKETS = MAX_BRACKETS - 1
+
+
+class NestedTooDeeply(SerializationError):
+    """Nesting beyond what Python compiles; a cycle is reported instead if the value contains itself."""
+
+
+def check_brackets(value: Any, outside: int) -> None:
+    """An error if ``value``, inside ``outside`` brackets, would be written inside more than Python compiles; the
+    walks call it for values met near the limit (``outside >= NEAR_MAX_BRACKETS``): no value opens more than two."""
+    if outside + brackets(value) > MAX_BRACKETS:
+        raise NestedTooDeeply(
+            f"is nested too deeply: its code would be inside more than {MAX_BRACKETS} brackets, which Python cannot "
+            f"compile"
+        )
 
 
 def is_namedtuple(value: Any) -> bool:
@@ -76,7 +133,14 @@ def check_namedtuple(value: tuple) -> tuple[str, str]:
 
 def key_step(key: Any) -> str:
     """One path step for a dict key, as in ``network['enc']``."""
-    return f"[{key!r}]"
+    return f"[{step_repr(key)}]"
+
+
+def step_repr(value: Any) -> str:
+    """``repr(value)`` for a path step, also for an int too long for ``repr``."""
+    if type(value) is int and not INT_LOW < value < INT_HIGH:
+        return f"<an int of more than {MAX_INT_DIGITS} digits>"
+    return repr(value)
 
 
 def check_leaf(value: Any) -> None:
@@ -106,18 +170,21 @@ def check_tree(value: Any, root: str) -> None:
     """Refuses, naming the path, what the writer would refuse in ``value``, for data that enters a serializer after
     conversion (through its attributes): raw RETURNN dims, values without a code form, namedtuples their items do not
     rebuild. Sisyphus values are not resolved (they may not be computed yet)."""
-    walk_guarded(_check, value, root)
+    walk_guarded(_check, value, root, 0)
 
 
-def _check(value: Any) -> None:
+def _check(value: Any, depth: int) -> None:
+    if depth >= NEAR_MAX_BRACKETS:
+        check_brackets(value, depth)
     cls = type(value)
     if cls in LEAF_TYPES:
-        return
-    if cls is dict:
+        if cls is int:
+            check_int(value)
+    elif cls is dict:
         for key, item in value.items():
             try:
-                _check(key)
-                _check(item)
+                _check(key, depth + 1)
+                _check(item, depth + 1)
             except SerializationError as e:
                 raise e.at(key_step(key))
     elif cls is list or cls is tuple or cls is set or cls is frozenset or is_namedtuple(value):
@@ -125,7 +192,7 @@ def _check(value: Any) -> None:
             check_namedtuple(value)
         for i, item in enumerate(value):
             try:
-                _check(item)
+                _check(item, depth + brackets(value))
             except SerializationError as e:
                 raise e.at(f"{{{describe(item)}}}" if isinstance(value, (set, frozenset)) else f"[{i}]")
     else:
@@ -157,8 +224,8 @@ def sisyphus_values(value: Any) -> list[DelayedBase]:
 
 
 def walk_guarded(walk: Callable[..., Any], value: Any, root: str, *args: Any) -> Any:
-    """Runs a recursive walk over ``value``, turning errors into ones that name ``root``, and a recursion overflow
-    into an error that names where the dict contains itself (cycles are searched only when one overflows).
+    """Runs a recursive walk over ``value``, turning errors into ones that name ``root``, and a recursion overflow or
+    too deep a nesting into an error that names where the dict contains itself (cycles are searched only then).
 
     The garbage collector is paused meanwhile: the walks build trees (no cycles) of thousands of containers, which
     the collector would otherwise traverse again and again while they are being built (6% of hashing's time on
@@ -167,6 +234,11 @@ def walk_guarded(walk: Callable[..., Any], value: Any, root: str, *args: Any) ->
     gc.disable()
     try:
         return walk(value, *args)
+    except NestedTooDeeply as e:
+        path = _find_cycle(value)
+        if path is None:
+            raise e.at(root) from None
+        raise SerializationError("contains itself (a cycle)").at(path).at(root) from None
     except SerializationError as e:
         raise e.at(root) from None
     except RecursionError:
