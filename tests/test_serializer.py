@@ -680,3 +680,69 @@ def test_ints_with_more_digits_than_python_reads_are_refused_at_construction_wit
         assert str(info.value).startswith(f"{path}: ")
     with pytest.raises(SerializationError, match=r"^network\['x'\]\['n'\]: an int of more than 4300 digits"):
         ReturnnCommonSerializer(network={}).network = {"x": {"n": 10**4300}}
+
+
+def test_config_values_holding_dims_the_prolog_does_not_define_or_serializers_are_refused(tmp_path):
+    from i6_rc_jobs import CheckedReturnnConfig
+
+    serializer, other = encoder_decoder(), encoder_decoder()
+    other.network["enc"]["subnetwork"]["ff"]["out_dim"].size = 2048
+    own_dim = serializer.network["enc"]["subnetwork"]["ff"]["out_dim"]
+    fine = CheckedReturnnConfig({"ff": {"dim": own_dim}}, python_prolog=[serializer], black_formatting=False)
+    fine.write(str(tmp_path / "fine.config"))
+    namespace = load((tmp_path / "fine.config").read_text())
+    assert namespace["ff"]["dim"] is namespace[own_dim.name] and namespace[own_dim.name].dimension == own_dim.size
+    wrong = {
+        "config['ff']['dims'][0]": ({"ff": {"dims": [other.network["enc"]["subnetwork"]["ff"]["out_dim"]]}}, {}),
+        "post_config['s']": ({}, {"s": other}),
+        "config['nested']['x']": ({"nested": {"x": encoder_decoder()}}, {}),
+    }
+    for path, (config, post_config) in wrong.items():
+        checked = CheckedReturnnConfig(config, post_config, python_prolog=[serializer], black_formatting=False)
+        with pytest.raises(SerializationError, match=rf"^returnn_config\.{re.escape(path)}: "):
+            checked.write(str(tmp_path / "wrong.config"))
+        with pytest.raises(SerializationError, match=rf"^returnn_config\.{re.escape(path)}: "):
+            config_code(ReturnnConfig(config, post_config, python_prolog=[serializer]))
+    in_epilog = ReturnnConfig({"dim": own_dim}, python_epilog=[serializer])  # defined only after the config's lines
+    with pytest.raises(SerializationError, match=r"^returnn_config\.config\['dim'\]: .* no prolog serializer defines"):
+        config_code(in_epilog)
+
+
+@pytest.mark.parametrize("key", ["float", "set", "frozenset", "complex"])
+def test_config_keys_that_shadow_the_builtins_the_written_code_calls_are_refused(key):
+    config = ReturnnConfig({key: 1}, python_prolog=[staged()])
+    with pytest.raises(SerializationError, match=rf"config keys \['{key}'\] would replace the builtins"):
+        config_code(config)
+
+
+def test_namedtuple_classes_named_like_get_networks_parameters_are_imported_under_other_names():
+    records = other_records
+    serializer = ReturnnCommonSerializer(staged_networks={1: {"x": {"e": records.epoch(1), "k": records.kwargs(2)}}})
+    code = serializer.get()
+    assert "import epoch as epoch_, kwargs as kwargs_" in code
+    assert load(code)["get_network"](3)["x"] == {"e": records.epoch(1), "k": records.kwargs(2)}
+
+
+def test_hash_full_python_code_hashes_a_serializer_by_its_hash(tmp_path):
+    from sisyphus.hash import sis_hash_helper
+
+    from i6_rc_jobs import CheckedReturnnConfig
+
+    def helper():
+        return 1
+
+    changed = encoder_decoder()
+    changed.network["output"]["loss_scale"] = 0.5
+    configs = [
+        CheckedReturnnConfig({}, python_prolog=[helper, s], hash_full_python_code=True, black_formatting=False)
+        for s in (encoder_decoder(), encoder_decoder(), changed)
+    ]
+    hashes = [sis_hash_helper(c) for c in configs]
+    assert hashes[0] == hashes[1] != hashes[2]
+    assert configs[0].python_prolog_hash == ["    def helper():\n        return 1\n", configs[0].python_prolog[1]]
+    configs[0].write(str(tmp_path / "returnn.config"))
+    assert configs[0].python_prolog[1].get() in (tmp_path / "returnn.config").read_text()
+    plain = CheckedReturnnConfig({}, python_prolog=[helper], hash_full_python_code=True)
+    assert sis_hash_helper(plain) == sis_hash_helper(
+        ReturnnConfig({}, python_prolog=[helper], hash_full_python_code=True)
+    )

@@ -18,10 +18,13 @@ INDENT = "    "
 #: A container is written on one line if it fits in this many characters after its indentation (black's line
 #: length of i6 setups, less room for the key in front of it).
 INLINE_WIDTH = 110
+#: The builtins the written code calls (looked up when it runs: get_network's body when RETURNN calls it, after the
+#: config's keys are set): neither a config key nor a namedtuple class may take their names.
+BUILTINS_CALLED = frozenset({"float", "complex", "set", "frozenset", "ValueError"})
 #: Names a namedtuple class is not imported as (dim names, which all end in ``_dim``, neither): what the code
-#: imports for dims, defines, and calls (builtins).
+#: imports for dims, defines, and calls (builtins), and get_network's parameters, which its body would see instead.
 NOT_FOR_CLASSES = frozenset(
-    {"Dim", *MARKERS, "extern_data", "network", "get_network", "float", "complex", "set", "frozenset"}
+    {"Dim", *MARKERS, "extern_data", "network", "get_network", *BUILTINS_CALLED, "epoch", "kwargs"}
 )
 
 

@@ -13,6 +13,7 @@ from .copying import copy_tree
 from .errors import SerializationError, describe
 from .prolog import dim_lines
 from .pycode import INDENT, CodeWriter
+from .refs import DimRef
 from .values import check_tree, sisyphus_values
 
 #: The parts a serializer holds, in the order they are written and hashed.
@@ -242,17 +243,18 @@ class ReturnnCommonSerializer(DelayedBase):
         writer, _, _ = self._render()
         return list(writer.dims)
 
-    def code_and_names(self) -> tuple[str, dict[str, Optional[str]]]:
+    def code_and_names(self) -> tuple[str, dict[str, Optional[str]], dict[str, DimRef]]:
         """``get()`` and every name it binds, from one rendering: the names it defines (dims, ``extern_data``,
         ``network`` or ``get_network``) map to None, the names it imports to what they are (``module.name``). What
-        must not clash with the keys of the config around it, nor with another serializer's names."""
+        must not clash with the keys of the config around it, nor with another serializer's names. Third, the dims
+        it names, by name: what a DimRef in the config's values, written as its name, refers to."""
         writer, dims, parts = self._render()
         names: dict[str, Optional[str]] = dict(writer.imports())
         names.update((name, None) for name, ref in writer.dims.items() if ref.global_name is None)
         names.update((name, None) for name in ("extern_data", "network") if self._data[name] is not None)
         if self._data["staged_networks"] is not None:
             names["get_network"] = None
-        return self._code(writer, dims, parts), names
+        return self._code(writer, dims, parts), names, dict(writer.dims)
 
     def _render(self) -> tuple[CodeWriter, list[str], list[str]]:
         """Writes the dicts, then the lines of the dims they name: (writer, dim lines, dict code parts)."""
