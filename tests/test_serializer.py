@@ -659,6 +659,12 @@ def test_nesting_beyond_what_python_compiles_is_refused_at_construction_with_its
         )
         with pytest.raises(SerializationError, match="is nested too deeply"):
             ReturnnCommonSerializer(network={}).network = {"x": refused}
+    from returnn.tensor.marked_dim import ImplicitSparseDim  # written as a call: one bracket
+
+    marked = ImplicitSparseDim(Dim(3, description="classes"))
+    compile(ReturnnCommonSerializer(network=_nested(199, marked, lambda d: {"a": d})).get(), "config.py", "exec")
+    with pytest.raises(SerializationError, match=_too_deep("network" + "['a']" * 200)):
+        ReturnnCommonSerializer(network=_nested(200, marked, lambda d: {"a": d}))
     with pytest.raises(SerializationError, match=_too_deep("staged_networks[3]" + "['a']" * 200)):
         ReturnnCommonSerializer(staged_networks={3: _nested(201, 1, lambda d: {"a": d})})
 

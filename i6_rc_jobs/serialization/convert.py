@@ -20,7 +20,6 @@ from .values import (
     INT_LOW,
     LEAF_TYPES,
     NEAR_MAX_BRACKETS,
-    brackets,
     check_brackets,
     check_int,
     check_leaf,
@@ -89,14 +88,17 @@ def _convert(value: Any, capture: DimCapture, depth: int) -> Any:
             refs = []
             for v in _ordered(value, capture, _element_step):  # new dims are named in this order
                 try:
-                    refs.append(_convert(v, capture, depth + brackets(value)))
+                    refs.append(_convert(v, capture, depth + (2 if cls is frozenset else 1)))
                 except SerializationError as e:
                     raise e.at(_element_step(v))
         return cls(refs)
     if isinstance(value, Dim):
         return capture.ref(value)
     if isinstance(value, MarkedDim):
-        return capture.marked(value)
+        marked = capture.marked(value)
+        if depth >= NEAR_MAX_BRACKETS:  # written as a call: one bracket more than the raw MarkedDim counted
+            check_brackets(marked, depth)
+        return marked
     check_leaf(value)
     if isinstance(value, CodeWrapper):  # its own copy: the caller's could be changed behind the hash
         return copy.copy(value)

@@ -11,6 +11,7 @@ from i6_core.returnn.config import CodeWrapper
 from sisyphus.delayed_ops import DelayedBase
 
 from .errors import SerializationError, describe
+from .refs import MarkedRef
 
 #: Leaves the walks take as they are, checked inline (``type(x) in LEAF_TYPES``) on their hot paths.
 LEAF_TYPES = frozenset({str, int, float, bool, type(None), bytes})
@@ -39,8 +40,6 @@ def check_int(value: int) -> int:
 def brackets(value: Any) -> int:
     """How many brackets the written code of ``value`` opens around what is inside (``frozenset({...})``: two,
     ``float("nan")``: one); what counts toward :data:`MAX_BRACKETS`."""
-    from .refs import MarkedRef
-
     cls = type(value)
     if cls is float:
         return 0 if math.isfinite(value) else 1
