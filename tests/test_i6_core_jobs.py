@@ -76,7 +76,8 @@ def test_a_checked_config_is_checked_when_i6_core_writes_it_and_hashes_as_a_plai
     from i6_rc_jobs import CheckedReturnnConfig
 
     plain = _config()
-    checked = CheckedReturnnConfig(plain.config, python_prolog=plain.python_prolog, black_formatting=False)
+    plain.config["learning_rate"] = 0.5  # not the other tests' job (i6_core's write merged its post_config in place)
+    checked = CheckedReturnnConfig(dict(plain.config), python_prolog=plain.python_prolog, black_formatting=False)
     job = _training_job(checked)
     assert job is _training_job(plain)  # the same hash: the same job
     path = tmp_path / "returnn.config"
