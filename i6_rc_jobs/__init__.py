@@ -12,6 +12,7 @@ _EXPORTS = {
     "SerializationError": "i6_rc_jobs.serialization.errors",
     "DimRef": "i6_rc_jobs.serialization.refs",
     "CreateConfigJob": "i6_rc_jobs.jobs.create_config",
+    "CheckedReturnnConfig": "i6_rc_jobs.serialization.config_file",
 }
 __all__ = sorted(_EXPORTS)
 

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import gzip
+import os
+import pathlib
 import pickle
 import subprocess
 import sys
@@ -136,3 +139,64 @@ def test_a_value_hashing_itself_with_sis_hash_inside_a_job_does_not_hide_the_job
 
     a, b = (Train(_Options({"layers": 2}), lr) for lr in (0.1, 0.2))
     assert list(explain(a, b)) == ["Train.learning_rate: 0.1 -> 0.2"]
+
+
+def _refused(done: subprocess.CompletedProcess, reason: str) -> bool:
+    last = done.stderr.splitlines()[-1] if done.stderr else ""  # (Sisyphus may warn before: no settings.py here)
+    return (
+        done.returncode == 2
+        and done.stdout == ""
+        and last.startswith("hash-diff: ")
+        and reason in last
+        and last.endswith("unpickling it could run code; pass --trust to load it")
+        and "Traceback" not in done.stderr
+    )
+
+
+def test_help_says_inputs_are_unpickled_and_must_be_trusted():
+    done = subprocess.run(
+        [sys.executable, "-m", "i6_rc_jobs", "hash-diff", "--help"], capture_output=True, text=True, cwd=REPO
+    )
+    text = " ".join(done.stdout.split())
+    assert done.returncode == 0 and "unpickled, which runs whatever code they name" in text and "--trust" in text
+
+
+def test_inputs_writable_by_others_are_refused_unless_trusted(tmp_path):
+    a, b = tmp_path / "a.pkl", tmp_path / "b.pkl"
+    a.write_bytes(pickle.dumps(encoder_decoder()))
+    b.write_bytes(pickle.dumps(encoder_decoder()))
+    b.chmod(0o646)
+    assert _refused(hash_diff(a, b), f"{b} is writable by others")
+    trusted = subprocess.run(
+        [sys.executable, "-m", "i6_rc_jobs", "hash-diff", "--trust", str(a), str(b)],
+        capture_output=True,
+        text=True,
+        cwd=REPO,
+    )
+    assert (trusted.returncode, trusted.stdout) == (0, "identical\n"), trusted.stderr
+
+
+def test_a_job_directory_is_refused_if_the_directory_or_its_job_save_is_writable_by_others(tmp_path):
+    a = tmp_path / "a.pkl"
+    a.write_bytes(pickle.dumps(encoder_decoder()))
+    job = tmp_path / "job"
+    job.mkdir()
+    (job / "job.save").write_bytes(gzip.compress(pickle.dumps(encoder_decoder())))
+    assert hash_diff(a, job).stdout == "identical\n"
+    (job / "job.save").chmod(0o666)
+    assert _refused(hash_diff(a, job), f"{job / 'job.save'} is writable by others")
+    (job / "job.save").chmod(0o644)
+    job.chmod(0o757)
+    assert _refused(hash_diff(a, job), f"{job} is writable by others")
+
+
+def test_inputs_owned_by_another_user_are_refused(tmp_path):
+    a = tmp_path / "a.pkl"
+    a.write_bytes(pickle.dumps(encoder_decoder()))
+    if os.geteuid() == 0:
+        other = tmp_path / "other.pkl"
+        other.write_bytes(pickle.dumps(encoder_decoder()))
+        os.chown(other, 65534, 65534)  # nobody
+    else:
+        other = pathlib.Path("/etc/passwd")  # owned by root
+    assert _refused(hash_diff(a, other), f"{other} is owned by uid {other.stat().st_uid}, not by you")

@@ -12,7 +12,7 @@ from i6_core.returnn.search import ReturnnSearchJobV2
 from i6_core.returnn.training import Checkpoint, ReturnnTrainingJob
 from sisyphus import tk
 
-from i6_rc_jobs import ReturnnCommonSerializer
+from i6_rc_jobs import ReturnnCommonSerializer, SerializationError
 from i6_rc_jobs.returnn_check import construct_networks
 from tests import rc_models
 from tests.support.sisyphus_setup import REPO
@@ -66,3 +66,28 @@ def test_job_writes_the_serializer_and_returnn_constructs_it(name, tmp_path):
     assert config.python_prolog[0].get() in text
     assert "output" in construct_networks(str(path), quiet=True)[1]
     assert _job_configs(_config())[name][0] is job  # a fresh model built the same way: the same job (hash)
+
+
+def _training_job(config: ReturnnConfig) -> ReturnnTrainingJob:
+    return ReturnnTrainingJob(config, num_epochs=2, device="cpu", returnn_root=RETURNN_ROOT, returnn_python_exe=PYTHON)
+
+
+def test_a_checked_config_is_checked_when_i6_core_writes_it_and_hashes_as_a_plain_one(tmp_path):
+    from i6_rc_jobs import CheckedReturnnConfig
+
+    plain = _config()
+    plain.config["learning_rate"] = 0.5  # not the other tests' job (i6_core's write merged its post_config in place)
+    checked = CheckedReturnnConfig(dict(plain.config), python_prolog=plain.python_prolog, black_formatting=False)
+    job = _training_job(checked)
+    assert job is _training_job(plain)  # the same hash: the same job
+    path = tmp_path / "returnn.config"
+    job.returnn_config.write(str(path))
+    assert "output" in construct_networks(str(path), quiet=True)[1]
+    clashing = CheckedReturnnConfig(
+        {**plain.config, "network": {"output": {"class": "copy"}}}, python_prolog=plain.python_prolog
+    )
+    with pytest.raises(SerializationError, match=r"^returnn_config.config: config keys \['network'\] are also defined"):
+        _training_job(clashing).create_files()
+    shadowing = CheckedReturnnConfig({**plain.config, "float": 1.0}, python_prolog=plain.python_prolog)
+    with pytest.raises(SerializationError, match=r"config keys \['float'\] would replace the builtins the code of"):
+        _training_job(shadowing).returnn_config.write(str(tmp_path / "shadowing.config"))

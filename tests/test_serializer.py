@@ -4,6 +4,7 @@ errors that name the path, staged networks, ReturnnConfig integration, and behav
 from __future__ import annotations
 
 import collections
+import copy
 import json
 import os
 import pickle
@@ -547,3 +548,207 @@ def test_namedtuple_classes_the_config_cannot_import_by_name_are_refused_when_co
             ReturnnCommonSerializer(network={"x": [renamed(1, 2)]})
         finally:
             renamed.__module__ = "tests.support.other_records"
+
+
+def _names_by_first_free_suffix(descriptions: list[str]) -> list[str]:
+    """The naming rule by its definition: the stem, else the first of ``_1``, ``_2``, ... whose name is free."""
+    from i6_rc_jobs.serialization.naming import RESERVED, dim_name_stem
+
+    taken, names = set(RESERVED), []
+    for description in descriptions:
+        stem = dim_name_stem(description)
+        name = stem
+        i = 0
+        while name in taken:
+            i += 1
+            name = f"{stem[:-4]}_{i}_dim"
+        taken.add(name)
+        names.append(name)
+    return names
+
+
+def test_dim_names_are_the_first_free_suffix_also_when_descriptions_look_like_suffixed_names():
+    from i6_rc_jobs.serialization.naming import NameAllocator
+
+    descriptions = ["x", "x 1", "x", "x_1", "x", "x 3", "x", "x", "x 1 1", "x 1", "x 1", "batch", "batch", "x:2", "x"]
+    allocator = NameAllocator()
+    names = [allocator.allocate(d) for d in descriptions]
+    assert names == _names_by_first_free_suffix(descriptions)
+    assert names[:8] == ["x_dim", "x_1_dim", "x_2_dim", "x_1_1_dim", "x_3_dim", "x_3_1_dim", "x_4_dim", "x_5_dim"]
+    assert len(set(names)) == len(names)
+
+
+def test_namedtuples_that_their_items_do_not_rebuild_are_refused_when_converted():
+    records = other_records
+    with_attributes = records.WithAttributes(1)
+    with_attributes.note = "lost"
+    refused = {
+        "has its own __new__ (in Doubling)": records.Doubling(1),
+        "redefines _fields": records.Short(1, 2),
+        "has instance attributes ['note']": with_attributes,
+    }
+    for problem, value in refused.items():
+        with pytest.raises(SerializationError, match=rf"^network\['x'\]\['p'\]\[1\]: .*{re.escape(problem)}"):
+            ReturnnCommonSerializer(network={"x": {"p": [0, value]}})
+    serializer = ReturnnCommonSerializer(network={"x": {"p": records.WithMethod(1, 2)}})
+    copied = copy.deepcopy(serializer)
+    copied.close()
+    assert load(copied.get())["network"]["x"]["p"] == records.WithMethod(1, 2)
+    serializer.network["x"]["q"] = records.Doubling(1)
+    with pytest.raises(SerializationError, match=r"^network\['x'\]\['q'\]: .*has its own __new__"):
+        serializer.get()
+
+
+def test_parts_set_through_the_attributes_are_checked_as_the_constructors_are():
+    feat = Dim(5, description="feat", kind=Dim.Types.Feature)
+    net = {"output": {"class": "linear", "out_dim": feat}}
+    serializer = ReturnnCommonSerializer(staged_networks={1: net})
+    injected = "__import__('os').system('echo injected')"
+    with pytest.raises(SerializationError, match=r"^staged_networks: staged_networks needs int start epochs as keys"):
+        serializer.staged_networks = {injected: serializer.staged_networks[1]}
+    with pytest.raises(SerializationError, match=r"^ReturnnCommonSerializer: give either network or staged_networks"):
+        serializer.network = {"output": {"class": "copy"}}
+    with pytest.raises(SerializationError, match=r"^staged_networks\[1\]\['output'\]\['out_dim'\]: .* raw RETURNN Dim"):
+        serializer.staged_networks = {1: net}
+    with pytest.raises(SerializationError, match=r"^extern_data\['data'\]\['dim_tags'\]\[0\]: .* raw RETURNN Dim"):
+        serializer.extern_data = {"data": {"dim_tags": [batch_dim, feat]}}
+    with pytest.raises(SerializationError, match=r"^network: 'output' .*is not a dict"):
+        ReturnnCommonSerializer(network="output")
+    serializer.staged_networks[injected] = serializer.staged_networks[1]  # an edit in place: refused when written
+    with pytest.raises(SerializationError, match=r"^staged_networks: staged_networks needs int start epochs as keys"):
+        serializer.get()
+    del serializer.staged_networks[injected]
+    serializer.staged_networks = {2: serializer.staged_networks[1]}
+    assert "if epoch >= 2:" in serializer.get()
+
+
+def _nested(levels: int, leaf, wrap) -> object:
+    for _ in range(levels):
+        leaf = wrap(leaf)
+    return leaf
+
+
+def _too_deep(path: str) -> str:
+    return rf"^{re.escape(path)}: is nested too deeply: its code would be inside more than 200 brackets"
+
+
+def test_nesting_beyond_what_python_compiles_is_refused_at_construction_with_its_path():
+    # Python compiles code inside at most 200 brackets (network = {...} is one): the deepest accepted values compile
+    deepest = {
+        "dicts": (_nested(199, 1, lambda d: {"a": d}), _nested(200, 1, lambda d: {"a": d})),
+        "lists": ({"a": _nested(198, 1, lambda d: [d])}, {"a": _nested(199, 1, lambda d: [d])}),
+        "tuples": ({"a": _nested(198, "x", lambda d: (d,))}, {"a": _nested(199, "x", lambda d: (d,))}),
+        "frozensets": (
+            {"a": _nested(99, 1, lambda d: frozenset([d]))},
+            {"a": _nested(100, 1, lambda d: frozenset([d]))},
+        ),
+        "nan leaf": (_nested(198, float("nan"), lambda d: {"a": d}), _nested(199, float("nan"), lambda d: {"a": d})),
+        "complex leaf": (
+            _nested(197, complex("nan+1j"), lambda d: {"a": d}),
+            _nested(198, complex("nan+1j"), lambda d: {"a": d}),
+        ),
+    }
+    for name, (accepted, refused) in deepest.items():
+        code = ReturnnCommonSerializer(network={"x": accepted}).get()
+        assert repr(load(code)["network"]["x"]) == repr(accepted), name
+        with pytest.raises(SerializationError) as info:
+            ReturnnCommonSerializer(network={"x": refused})
+        message = str(info.value)
+        assert "\n" not in message and re.match(
+            r"^network\['x'\](\['a'\]|\[0\]|\{.*?\})*: is nested too deeply", message
+        )
+        with pytest.raises(SerializationError, match="is nested too deeply"):
+            ReturnnCommonSerializer(network={}).network = {"x": refused}
+    from returnn.tensor.marked_dim import ImplicitSparseDim  # written as a call: one bracket
+
+    marked = ImplicitSparseDim(Dim(3, description="classes"))
+    compile(ReturnnCommonSerializer(network=_nested(199, marked, lambda d: {"a": d})).get(), "config.py", "exec")
+    with pytest.raises(SerializationError, match=_too_deep("network" + "['a']" * 200)):
+        ReturnnCommonSerializer(network=_nested(200, marked, lambda d: {"a": d}))
+    with pytest.raises(SerializationError, match=_too_deep("staged_networks[3]" + "['a']" * 200)):
+        ReturnnCommonSerializer(staged_networks={3: _nested(201, 1, lambda d: {"a": d})})
+
+
+def test_ints_with_more_digits_than_python_reads_are_refused_at_construction_with_their_path():
+    largest = -(10**4300 - 1)
+    serializer = ReturnnCommonSerializer(network={"x": {"n": largest}})
+    script = "import sys; exec(sys.stdin.read()); assert network['x']['n'] == -(10**4300 - 1)"
+    subprocess.run([sys.executable, "-c", script], input=serializer.get(), text=True, check=True)
+    assert serializer._sis_hash() != ReturnnCommonSerializer(network={"x": {"n": largest + 1}})._sis_hash()
+    for network, path in (
+        ({"x": {"n": 10**4300}}, "network['x']['n']"),
+        ({"x": [1, -(10**4300)]}, "network['x'][1]"),
+        ({"x": {10**5000: 1}}, "network['x'][<an int of more than 4300 digits>]"),
+        ({"x": {"s": {10**4300}}}, "network['x']['s']{<an int of more than 4300 digits>}"),
+    ):
+        with pytest.raises(SerializationError, match="an int of more than 4300 digits") as info:
+            ReturnnCommonSerializer(network=network)
+        assert str(info.value).startswith(f"{path}: ")
+    with pytest.raises(SerializationError, match=r"^network\['x'\]\['n'\]: an int of more than 4300 digits"):
+        ReturnnCommonSerializer(network={}).network = {"x": {"n": 10**4300}}
+
+
+def test_config_values_holding_dims_the_prolog_does_not_define_or_serializers_are_refused(tmp_path):
+    from i6_rc_jobs import CheckedReturnnConfig
+
+    serializer, other = encoder_decoder(), encoder_decoder()
+    other.network["enc"]["subnetwork"]["ff"]["out_dim"].size = 2048
+    own_dim = serializer.network["enc"]["subnetwork"]["ff"]["out_dim"]
+    fine = CheckedReturnnConfig({"ff": {"dim": own_dim}}, python_prolog=[serializer], black_formatting=False)
+    fine.write(str(tmp_path / "fine.config"))
+    namespace = load((tmp_path / "fine.config").read_text())
+    assert namespace["ff"]["dim"] is namespace[own_dim.name] and namespace[own_dim.name].dimension == own_dim.size
+    wrong = {
+        "config['ff']['dims'][0]": ({"ff": {"dims": [other.network["enc"]["subnetwork"]["ff"]["out_dim"]]}}, {}),
+        "post_config['s']": ({}, {"s": other}),
+        "config['nested']['x']": ({"nested": {"x": encoder_decoder()}}, {}),
+    }
+    for path, (config, post_config) in wrong.items():
+        checked = CheckedReturnnConfig(config, post_config, python_prolog=[serializer], black_formatting=False)
+        with pytest.raises(SerializationError, match=rf"^returnn_config\.{re.escape(path)}: "):
+            checked.write(str(tmp_path / "wrong.config"))
+        with pytest.raises(SerializationError, match=rf"^returnn_config\.{re.escape(path)}: "):
+            config_code(ReturnnConfig(config, post_config, python_prolog=[serializer]))
+    in_epilog = ReturnnConfig({"dim": own_dim}, python_epilog=[serializer])  # defined only after the config's lines
+    with pytest.raises(SerializationError, match=r"^returnn_config\.config\['dim'\]: .* no prolog serializer defines"):
+        config_code(in_epilog)
+
+
+@pytest.mark.parametrize("key", ["float", "set", "frozenset", "complex"])
+def test_config_keys_that_shadow_the_builtins_the_written_code_calls_are_refused(key):
+    config = ReturnnConfig({key: 1}, python_prolog=[staged()])
+    with pytest.raises(SerializationError, match=rf"config keys \['{key}'\] would replace the builtins"):
+        config_code(config)
+
+
+def test_namedtuple_classes_named_like_get_networks_parameters_are_imported_under_other_names():
+    records = other_records
+    serializer = ReturnnCommonSerializer(staged_networks={1: {"x": {"e": records.epoch(1), "k": records.kwargs(2)}}})
+    code = serializer.get()
+    assert "import epoch as epoch_, kwargs as kwargs_" in code
+    assert load(code)["get_network"](3)["x"] == {"e": records.epoch(1), "k": records.kwargs(2)}
+
+
+def test_hash_full_python_code_hashes_a_serializer_by_its_hash(tmp_path):
+    from sisyphus.hash import sis_hash_helper
+
+    from i6_rc_jobs import CheckedReturnnConfig
+
+    def helper():
+        return 1
+
+    changed = encoder_decoder()
+    changed.network["output"]["loss_scale"] = 0.5
+    configs = [
+        CheckedReturnnConfig({}, python_prolog=[helper, s], hash_full_python_code=True, black_formatting=False)
+        for s in (encoder_decoder(), encoder_decoder(), changed)
+    ]
+    hashes = [sis_hash_helper(c) for c in configs]
+    assert hashes[0] == hashes[1] != hashes[2]
+    assert configs[0].python_prolog_hash == ["    def helper():\n        return 1\n", configs[0].python_prolog[1]]
+    configs[0].write(str(tmp_path / "returnn.config"))
+    assert configs[0].python_prolog[1].get() in (tmp_path / "returnn.config").read_text()
+    plain = CheckedReturnnConfig({}, python_prolog=[helper], hash_full_python_code=True)
+    assert sis_hash_helper(plain) == sis_hash_helper(
+        ReturnnConfig({}, python_prolog=[helper], hash_full_python_code=True)
+    )

@@ -6,12 +6,35 @@ import argparse
 import gzip
 import os
 import pickle
+import stat
 import sys
-from typing import Any
+from typing import Any, Optional
 
 
 class LoadError(Exception):
     """An input that is no job and no pickle: said in one line, apart from "the hashes differ"."""
+
+
+def untrusted(path: str) -> Optional[str]:
+    """Why ``path`` is not safe to unpickle (unpickling runs whatever code the file names), or None: what is loaded,
+    and for a job directory the directory too, must be owned by the invoking user and not writable by others (the
+    checks ssh makes of its keys). Links are judged by what they lead to."""
+    from sisyphus import global_settings as gs
+
+    checked = [path]
+    if os.path.isdir(path):
+        save = os.path.join(path, gs.JOB_SAVE)
+        checked.append(save if os.path.isfile(save) else os.path.join(path, gs.JOB_FINISHED_ARCHIVE))
+    for item in checked:
+        try:
+            info = os.stat(item)
+        except OSError:
+            continue  # missing: loading says so
+        if info.st_uid != os.geteuid():
+            return f"{item} is owned by uid {info.st_uid}, not by you (uid {os.geteuid()})"
+        if info.st_mode & stat.S_IWOTH:
+            return f"{item} is writable by others"
+    return None
 
 
 def load(path: str) -> Any:
@@ -34,11 +57,22 @@ def main(argv: list[str]) -> int:
     parser = argparse.ArgumentParser(
         prog="python -m i6_rc_jobs hash-diff",
         description="Print why the Sisyphus hashes of A and B differ, as paths and values, or 'identical'. Exit "
-        "status: 0 identical, 1 different, 2 an input could not be loaded.",
+        "status: 0 identical, 1 different, 2 an input could not be loaded or is not trusted. The inputs are "
+        "unpickled, which runs whatever code they name: use only files you trust. Inputs not owned by you or "
+        "writable by others (a job directory: the directory and its job.save) are refused unless --trust is given.",
     )
     parser.add_argument("a", help="job directory, job.save, or pickled ReturnnConfig/ReturnnCommonSerializer")
     parser.add_argument("b", help="the same kinds as A")
+    parser.add_argument(
+        "--trust", action="store_true", help="load inputs not owned by you or writable by others (they can run code)"
+    )
     args = parser.parse_args(argv)
+    if not args.trust:
+        for path in (args.a, args.b):
+            reason = untrusted(path)
+            if reason is not None:
+                print(f"hash-diff: {reason}: unpickling it could run code; pass --trust to load it", file=sys.stderr)
+                return 2
 
     from sisyphus.hash import sis_hash_helper
 

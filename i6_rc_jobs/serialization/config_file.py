@@ -3,18 +3,26 @@
 from __future__ import annotations
 
 import copy
-from typing import Any, Iterator, Optional
+from typing import Any, Callable, Iterator, Optional
 
-from i6_core.returnn.config import ReturnnConfig
+from i6_core.returnn.config import ReturnnConfig, unparse_python
 
 from ..atomic_file import write_atomically
-from .errors import SerializationError
+from .errors import SerializationError, describe
+from .pycode import BUILTINS_CALLED
+from .refs import DimRef, MarkedRef
 from .serializer import ReturnnCommonSerializer
+from .values import key_step
 
 
 def serializers_in(returnn_config: ReturnnConfig) -> Iterator[ReturnnCommonSerializer]:
     """The serializers in the config's python_prolog and python_epilog, which may nest them in lists and dicts."""
-    stack: list[Any] = [returnn_config.python_prolog, returnn_config.python_epilog]
+    yield from _serializers(returnn_config.python_prolog)
+    yield from _serializers(returnn_config.python_epilog)
+
+
+def _serializers(item: Any) -> Iterator[ReturnnCommonSerializer]:
+    stack: list[Any] = [item]
     while stack:
         item = stack.pop()
         if isinstance(item, ReturnnCommonSerializer):
@@ -26,10 +34,11 @@ def serializers_in(returnn_config: ReturnnConfig) -> Iterator[ReturnnCommonSeria
 
 
 def config_code(returnn_config: ReturnnConfig) -> str:
-    """The config file's text, as i6_core writes it, with each serializer rendered once and the names it defines
-    checked against the config's keys (a config key would silently override them). Works on a copy: i6_core merges
-    post_config into config while writing and resolves delayed values in place, which would change the config's
-    hash in the manager."""
+    """The config file's text, as i6_core writes it, with each serializer rendered once and checked against the
+    config: its keys must not rebind what a serializer defines or calls (they are set after the prolog, so they win),
+    and its values may hold DimRefs only of dims a prolog serializer defines (a DimRef is written as its name), and no
+    serializer (written as a string). Works on a copy: i6_core merges post_config into config while writing and
+    resolves delayed values in place, which would change the config's hash in the manager."""
     if returnn_config.staged_network_dict:
         raise SerializationError(
             "i6_core's staged_network_dict writes extra files next to the config: "
@@ -38,14 +47,22 @@ def config_code(returnn_config: ReturnnConfig) -> str:
     keys = set(returnn_config.config) | set(returnn_config.post_config)
     bound: dict[str, Optional[str]] = {}  # by the serializers before: name -> None (defined) or what it imports
     rendered: dict[int, str] = {}
+    in_prolog = {id(serializer) for serializer in _serializers(returnn_config.python_prolog)}
+    before_config: tuple[set[str], dict[str, DimRef]] = (set(), {})  # names and dims bound when the config's run
     for serializer in serializers_in(returnn_config):
         if id(serializer) in rendered:
             continue
-        code, names = serializer.code_and_names()
+        code, names, dims = serializer.code_and_names()
         clash = keys.intersection(names)
         if clash:
             raise SerializationError(
                 f"config keys {sorted(clash)} are also defined by {serializer!r} (as dims, imports or its dicts): "
+                f"remove or rename them"
+            ).at("returnn_config.config")
+        shadowing = keys.intersection(BUILTINS_CALLED)
+        if shadowing:
+            raise SerializationError(
+                f"config keys {sorted(shadowing)} would replace the builtins the code of {serializer!r} calls: "
                 f"remove or rename them"
             ).at("returnn_config.config")
         twice = [name for name, source in names.items() if name in bound and (source is None or bound[name] != source)]
@@ -55,24 +72,103 @@ def config_code(returnn_config: ReturnnConfig) -> str:
                 f"extern_data and the network(s) into one ReturnnCommonSerializer, so that they share them)"
             ).at("returnn_config.python_prolog/python_epilog")
         bound.update(names)
+        if id(serializer) in in_prolog:
+            before_config[0].update(names)
+            before_config[1].update(dims)
         rendered[id(serializer)] = code
+    for part in ("config", "post_config"):
+        _check_values(getattr(returnn_config, part), f"returnn_config.{part}", *before_config)
     to_write = copy.copy(returnn_config)
     to_write.config = copy.deepcopy(returnn_config.config)
     to_write.post_config = copy.deepcopy(returnn_config.post_config)
-    to_write.python_prolog = _with_code(returnn_config.python_prolog, rendered)
-    to_write.python_epilog = _with_code(returnn_config.python_epilog, rendered)
-    return to_write._serialize()
+    to_write.python_prolog = _map_leaves(returnn_config.python_prolog, lambda x: rendered.get(id(x), x))
+    to_write.python_epilog = _map_leaves(returnn_config.python_epilog, lambda x: rendered.get(id(x), x))
+    return ReturnnConfig._serialize(to_write)
 
 
-def _with_code(item: Any, rendered: dict[int, str]) -> Any:
-    """The prolog or epilog structure with each serializer replaced by its rendered code (i6_core joins strings)."""
-    if isinstance(item, ReturnnCommonSerializer):
-        return rendered[id(item)]
+def _check_values(values: dict[str, Any], root: str, names: set[str], dims: dict[str, DimRef]) -> None:
+    """Refuses, in the config's values, what i6_core would write wrongly: a serializer (written as its code, a
+    string), a DimRef that the name it is written as does not give back when the config's lines run (no prolog
+    serializer defines that name, or defines another dim by it, e.g. another serializer's dim of another size)."""
+    stack: list[tuple[Any, str]] = [(value, root + key_step(key)) for key, value in values.items()]
+    while stack:
+        value, path = stack.pop()
+        if isinstance(value, ReturnnCommonSerializer):
+            raise SerializationError(
+                f"{value!r} as a config value is written as a string: put it into python_prolog"
+            ).at(path)
+        if isinstance(value, MarkedRef):
+            if value.marker not in names:
+                raise SerializationError(f"{value.code} is written by name, but no prolog serializer imports it").at(
+                    path
+                )
+            stack.append((value.dim, path))
+        elif isinstance(value, DimRef):
+            own = dims.get(value.name)
+            if own is None or not _same_dim(own, value):
+                problem = (
+                    "no prolog serializer defines it"
+                    if own is None
+                    else f"a prolog serializer defines {own.definition()} by it"
+                )
+                raise SerializationError(
+                    f"the dim {value.definition() or value.name} is written by its name {value.name!r}, but {problem}: "
+                    f"use a DimRef of the serializer in python_prolog"
+                ).at(path)
+        elif isinstance(value, dict):
+            stack.extend((item, path + key_step(key)) for key, item in value.items())
+            stack.extend((key, path + key_step(key)) for key in value)
+        elif isinstance(value, (list, tuple)):
+            stack.extend((item, f"{path}[{i}]") for i, item in enumerate(value))
+        elif isinstance(value, (set, frozenset)):
+            stack.extend((item, f"{path}{{{describe(item)}}}") for item in value)
+
+
+def _same_dim(a: DimRef, b: DimRef) -> bool:
+    """Whether the code that defines ``a`` defines ``b`` (also what it is made from)."""
+    if a is b:
+        return True
+    deps_a, deps_b = a.dependencies(), b.dependencies()
+    return (
+        a.definition() == b.definition()
+        and len(deps_a) == len(deps_b)
+        and all(_same_dim(x, y) for x, y in zip(deps_a, deps_b))
+    )
+
+
+def _map_leaves(item: Any, change: Callable[[Any], Any]) -> Any:
+    """The prolog or epilog structure with ``change`` applied to each item that is no list, tuple or dict."""
     if isinstance(item, (list, tuple)):
-        return type(item)(_with_code(x, rendered) for x in item)
+        return type(item)(_map_leaves(x, change) for x in item)
     if isinstance(item, dict):
-        return {k: _with_code(v, rendered) for k, v in item.items()}
-    return item
+        return {k: _map_leaves(v, change) for k, v in item.items()}
+    return change(item)
+
+
+class CheckedReturnnConfig(ReturnnConfig):
+    """An i6_core ``ReturnnConfig`` that writes itself as :func:`config_code` does, with its checks, whoever writes
+    it: i6_core's jobs (``ReturnnTrainingJob.create_files``, ...) call ``write``, which calls ``_serialize``. (A
+    plain ReturnnConfig asks a serializer only for its code, so nothing can check it against the config around it.)
+    It hashes as a plain ReturnnConfig; with ``hash_full_python_code=True``, which i6_core refuses for a serializer
+    (a Sisyphus DelayedBase), each serializer is hashed by its own hash and the rest of the code as i6_core does."""
+
+    def __init__(self, config: dict, *args: Any, hash_full_python_code: bool = False, **kwargs: Any):
+        if hash_full_python_code:
+            for part in ("python_prolog", "python_epilog"):
+                code = kwargs.get(part)
+                if kwargs.get(f"{part}_hash") is None and any(True for _ in _serializers(code)):
+                    kwargs[f"{part}_hash"] = _map_leaves(
+                        code,
+                        lambda x: (
+                            x
+                            if isinstance(x, ReturnnCommonSerializer)
+                            else unparse_python(x, allow_delayed_objects=False)
+                        ),
+                    )
+        super().__init__(config, *args, hash_full_python_code=hash_full_python_code, **kwargs)
+
+    def _serialize(self) -> str:
+        return config_code(self)
 
 
 def write_config_file(returnn_config: ReturnnConfig, path: str, *, compile_check: bool = True) -> None:

@@ -6,7 +6,7 @@ in an order that does not depend on how the dicts were filled."""
 from __future__ import annotations
 
 import copy
-from typing import Any
+from typing import Any, Callable, Iterable
 
 from i6_core.returnn.config import CodeWrapper
 from returnn.tensor import Dim
@@ -15,45 +15,70 @@ from returnn.tensor.marked_dim import MarkedDim
 from .capture import DimCapture
 from .errors import SerializationError
 from .refs import DimRef, MarkedRef
-from .values import LEAF_TYPES, check_leaf, is_namedtuple, key_step, namedtuple_source, walk_guarded
+from .values import (
+    INT_HIGH,
+    INT_LOW,
+    LEAF_TYPES,
+    NEAR_MAX_BRACKETS,
+    check_brackets,
+    check_int,
+    check_leaf,
+    check_namedtuple,
+    is_namedtuple,
+    key_step,
+    step_repr,
+    walk_guarded,
+)
 
 
 def convert(value: Any, capture: DimCapture, root: str) -> Any:
     """The copy of ``value`` with dims replaced; ``root`` names it in errors (e.g. ``network``)."""
-    return walk_guarded(_convert, value, root, capture)
+    return walk_guarded(_convert, value, root, capture, 0)
 
 
-def _convert(value: Any, capture: DimCapture) -> Any:
+def _convert(value: Any, capture: DimCapture, depth: int) -> Any:
+    """``depth``: the brackets the written code opens around ``value``. Leaves are taken inline where they cannot
+    exceed ``MAX_BRACKETS``, ints only if they have no more digits than Python reads."""
+    if depth >= NEAR_MAX_BRACKETS:
+        check_brackets(value, depth)
     cls = type(value)
     if cls in LEAF_TYPES:
-        return value
+        return check_int(value) if cls is int else value
     if cls is Dim:
         return capture.ref(value)
     if cls is DimRef:
         return capture.adopt(value)
     if cls is MarkedRef:
         return capture.adopt_marked(value)
+    inner = depth + 1
+    inline = inner < NEAR_MAX_BRACKETS
     if isinstance(value, dict):  # dict subclasses (e.g. returnn_common's nn.LayerState) are written as plain dicts
         if all(type(k) is str for k in value):
             pairs = sorted(value.items())  # str keys are distinct: values are never compared
         else:  # not sorted(value): RETURNN's Dim.__gt__ recurses forever against a str
-            pairs = [(k, value[k]) for k in sorted(value, key=capture.order_key)]
+            pairs = [(k, value[k]) for k in _ordered(value, capture, key_step)]
         out = {}
         for k, v in pairs:
             try:  # leaves inline: this loop and the next are the hot path of conversion
-                out[k if type(k) is str else _convert(k, capture)] = (
-                    v if type(v) in LEAF_TYPES else _convert(v, capture)
+                out[k if type(k) is str else _convert(k, capture, inner)] = (
+                    v
+                    if type(v) in LEAF_TYPES and inline and (type(v) is not int or INT_LOW < v < INT_HIGH)
+                    else _convert(v, capture, inner)
                 )
             except SerializationError as e:
                 raise e.at(key_step(k))
         return out
     if cls is list or cls is tuple or is_namedtuple(value):
         if cls is not list and cls is not tuple:
-            namedtuple_source(cls)  # refused now, not when the config is written
+            check_namedtuple(value)  # refused now, not when the config is written
         out = []
         for i, v in enumerate(value):
             try:
-                out.append(v if type(v) in LEAF_TYPES else _convert(v, capture))
+                out.append(
+                    v
+                    if type(v) in LEAF_TYPES and inline and (type(v) is not int or INT_LOW < v < INT_HIGH)
+                    else _convert(v, capture, inner)
+                )
             except SerializationError as e:
                 raise e.at(f"[{i}]")
         return out if cls is list else tuple(out) if cls is tuple else cls(*out)
@@ -61,17 +86,36 @@ def _convert(value: Any, capture: DimCapture) -> Any:
         refs = capture.known(value)  # most out_shape sets
         if refs is None:
             refs = []
-            for v in sorted(value, key=capture.order_key):  # new dims are named in this order
+            for v in _ordered(value, capture, _element_step):  # new dims are named in this order
                 try:
-                    refs.append(_convert(v, capture))
+                    refs.append(_convert(v, capture, depth + (2 if cls is frozenset else 1)))
                 except SerializationError as e:
-                    raise e.at(f"{{{v!r}}}")
+                    raise e.at(_element_step(v))
         return cls(refs)
     if isinstance(value, Dim):
         return capture.ref(value)
     if isinstance(value, MarkedDim):
-        return capture.marked(value)
+        marked = capture.marked(value)
+        if depth >= NEAR_MAX_BRACKETS:  # written as a call: one bracket more than the raw MarkedDim counted
+            check_brackets(marked, depth)
+        return marked
     check_leaf(value)
     if isinstance(value, CodeWrapper):  # its own copy: the caller's could be changed behind the hash
         return copy.copy(value)
     return value
+
+
+def _ordered(values: Iterable[Any], capture: DimCapture, step: Callable[[Any], str]) -> list[Any]:
+    """``values`` sorted by ``capture.order_key``, which spells what is no dim by its repr: an int too long for repr
+    is refused first, named by ``step``."""
+    for v in values:
+        if type(v) is int:
+            try:
+                check_int(v)
+            except SerializationError as e:
+                raise e.at(step(v))
+    return sorted(values, key=capture.order_key)
+
+
+def _element_step(element: Any) -> str:
+    return f"{{{step_repr(element)}}}"

@@ -21,16 +21,23 @@ def dim_name_stem(description: Optional[str]) -> str:
 
 
 class NameAllocator:
-    """Hands out each name once: the stem if free, else the stem with ``_1``, ``_2``, ... before ``_dim``."""
+    """Hands out each name once: the stem if free, else the stem with ``_1``, ``_2``, ... before ``_dim`` (the first
+    suffix free).
+
+    Names are never given back, so the suffixes a stem tried before stay taken: the search for a stem resumes after
+    its last suffix, and naming n dims of one description is linear, not quadratic."""
 
     def __init__(self):
         self._taken = set(RESERVED)
+        self._last_suffix: dict[str, int] = {}  # stem -> the suffix it was last given (0: the stem itself)
 
     def allocate(self, description: Optional[str]) -> str:
         stem = dim_name_stem(description)
-        name, i = stem, 0
+        i = self._last_suffix.get(stem, -1) + 1
+        name = stem if i == 0 else f"{stem[:-4]}_{i}_dim"
         while name in self._taken:
             i += 1
             name = f"{stem[:-4]}_{i}_dim"
         self._taken.add(name)
+        self._last_suffix[stem] = i
         return name

@@ -12,16 +12,19 @@ from sisyphus.delayed_ops import DelayedBase
 from .errors import SerializationError, describe
 from .refs import MARKERS, DimRef, MarkedRef
 from .strings import str_code
-from .values import LEAF_TYPES, check_leaf, is_namedtuple, key_step, namedtuple_source, walk_guarded
+from .values import LEAF_TYPES, check_leaf, check_namedtuple, is_namedtuple, key_step, walk_guarded
 
 INDENT = "    "
 #: A container is written on one line if it fits in this many characters after its indentation (black's line
 #: length of i6 setups, less room for the key in front of it).
 INLINE_WIDTH = 110
+#: The builtins the written code calls (looked up when it runs: get_network's body when RETURNN calls it, after the
+#: config's keys are set): neither a config key nor a namedtuple class may take their names.
+BUILTINS_CALLED = frozenset({"float", "complex", "set", "frozenset", "ValueError"})
 #: Names a namedtuple class is not imported as (dim names, which all end in ``_dim``, neither): what the code
-#: imports for dims, defines, and calls (builtins).
+#: imports for dims, defines, and calls (builtins), and get_network's parameters, which its body would see instead.
 NOT_FOR_CLASSES = frozenset(
-    {"Dim", *MARKERS, "extern_data", "network", "get_network", "float", "complex", "set", "frozenset"}
+    {"Dim", *MARKERS, "extern_data", "network", "get_network", *BUILTINS_CALLED, "epoch", "kwargs"}
 )
 
 
@@ -152,7 +155,7 @@ class CodeWriter:
 
     def _namedtuple(self, value: tuple, indent: str) -> str:
         cls = type(value)
-        module, qualname = namedtuple_source(cls)
+        module, qualname = check_namedtuple(value)
         top, _, rest = qualname.partition(".")
         local = self.classes.get((module, top))
         if local is None:  # imported as another name if it would rebind a dim's, an import's or the dicts' name

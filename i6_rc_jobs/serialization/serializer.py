@@ -13,7 +13,8 @@ from .copying import copy_tree
 from .errors import SerializationError, describe
 from .prolog import dim_lines
 from .pycode import INDENT, CodeWriter
-from .values import sisyphus_values
+from .refs import DimRef
+from .values import check_tree, sisyphus_values
 
 #: The parts a serializer holds, in the order they are written and hashed.
 PARTS = ("extern_data", "network", "staged_networks")
@@ -34,9 +35,31 @@ def _part(name: str) -> property:
         return self._opened()[name]
 
     def set_(self: ReturnnCommonSerializer, value: Any) -> None:
-        self._opened()[name] = value
+        data = self._opened()
+        _check_parts({**data, name: value})
+        if value is not None:
+            check_tree(value, name)
+        data[name] = value
 
     return property(get, set_, doc=f"The {name} dict (DimRefs in place of dims), or None.")
+
+
+def _check_parts(data: dict[str, Any]) -> None:
+    """The rules for the parts, checked wherever they come from (constructor, attributes, and before writing, for
+    edits in place): dicts, never both network and staged_networks, stages keyed by int start epochs (written as
+    code into get_network)."""
+    for name in PARTS:
+        if data[name] is not None and not isinstance(data[name], dict):
+            raise SerializationError(f"{describe(data[name])} is not a dict").at(name)
+    if data["network"] is not None and data["staged_networks"] is not None:
+        raise SerializationError("give either network or staged_networks, not both").at("ReturnnCommonSerializer")
+    staged = data["staged_networks"]
+    if staged is not None:
+        if not staged or not all(type(epoch) is int for epoch in staged):
+            raise SerializationError("staged_networks needs int start epochs as keys").at("staged_networks")
+        for epoch, net in staged.items():
+            if not isinstance(net, dict):
+                raise SerializationError(f"{describe(net)} is not a dict").at(f"staged_networks[{epoch}]")
 
 
 class ReturnnCommonSerializer(DelayedBase):
@@ -75,12 +98,7 @@ class ReturnnCommonSerializer(DelayedBase):
         from .capture import DimCapture
         from .convert import convert
 
-        if network is not None and staged_networks is not None:
-            raise SerializationError("give either network or staged_networks, not both").at("ReturnnCommonSerializer")
-        if staged_networks is not None and (
-            not staged_networks or not all(type(epoch) is int for epoch in staged_networks)
-        ):
-            raise SerializationError("staged_networks needs int start epochs as keys").at("staged_networks")
+        _check_parts({"extern_data": extern_data, "network": network, "staged_networks": staged_networks})
         unknown = set(unhashed) - set(PARTS)
         if unknown:
             raise SerializationError(f"unknown parts {sorted(unknown)}, choose from {PARTS}").at("unhashed")
@@ -225,20 +243,22 @@ class ReturnnCommonSerializer(DelayedBase):
         writer, _, _ = self._render()
         return list(writer.dims)
 
-    def code_and_names(self) -> tuple[str, dict[str, Optional[str]]]:
+    def code_and_names(self) -> tuple[str, dict[str, Optional[str]], dict[str, DimRef]]:
         """``get()`` and every name it binds, from one rendering: the names it defines (dims, ``extern_data``,
         ``network`` or ``get_network``) map to None, the names it imports to what they are (``module.name``). What
-        must not clash with the keys of the config around it, nor with another serializer's names."""
+        must not clash with the keys of the config around it, nor with another serializer's names. Third, the dims
+        it names, by name: what a DimRef in the config's values, written as its name, refers to."""
         writer, dims, parts = self._render()
         names: dict[str, Optional[str]] = dict(writer.imports())
         names.update((name, None) for name, ref in writer.dims.items() if ref.global_name is None)
         names.update((name, None) for name in ("extern_data", "network") if self._data[name] is not None)
         if self._data["staged_networks"] is not None:
             names["get_network"] = None
-        return self._code(writer, dims, parts), names
+        return self._code(writer, dims, parts), names, dict(writer.dims)
 
     def _render(self) -> tuple[CodeWriter, list[str], list[str]]:
         """Writes the dicts, then the lines of the dims they name: (writer, dim lines, dict code parts)."""
+        _check_parts(self._data)
         writer = CodeWriter()
         parts = []
         for name in ("extern_data", "network"):

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import gc
+import math
 import sys
 from typing import Any, Callable, Optional
 
@@ -10,9 +11,64 @@ from i6_core.returnn.config import CodeWrapper
 from sisyphus.delayed_ops import DelayedBase
 
 from .errors import SerializationError, describe
+from .refs import MarkedRef
 
 #: Leaves the walks take as they are, checked inline (``type(x) in LEAF_TYPES``) on their hot paths.
 LEAF_TYPES = frozenset({str, int, float, bool, type(None), bytes})
+
+
+#: Python compiles no code with more than this many nested brackets ("too many nested parentheses"; measured with
+#: compile() on Python 3.11: 200 compile, 201 do not, for any mix of brackets and in a function body too).
+MAX_BRACKETS = 200
+#: Python reads no decimal int literal of more digits than 4300 (its default int_max_str_digits, which the process
+#: that runs the config has), and the hash spells ints in decimal too.
+MAX_INT_DIGITS = 4300
+INT_HIGH = 10**MAX_INT_DIGITS
+INT_LOW = -INT_HIGH
+
+
+def check_int(value: int) -> int:
+    """``value``, or an error if it has more digits than Python reads (see :data:`MAX_INT_DIGITS`)."""
+    if INT_LOW < value < INT_HIGH:
+        return value
+    raise SerializationError(
+        f"an int of more than {MAX_INT_DIGITS} digits (about {int(value.bit_length() * 0.30103)}), more than Python "
+        f"reads back from code: write it as a str (or CodeWrapper code) and convert it where it is used"
+    )
+
+
+def brackets(value: Any) -> int:
+    """How many brackets the written code of ``value`` opens around what is inside (``frozenset({...})``: two,
+    ``float("nan")``: one); what counts toward :data:`MAX_BRACKETS`."""
+    cls = type(value)
+    if cls is float:
+        return 0 if math.isfinite(value) else 1
+    if cls is complex:
+        return 1 if math.isfinite(value.real) and math.isfinite(value.imag) else 2
+    if cls is frozenset:
+        return 2
+    if cls in (dict, list, tuple, set, MarkedRef) or is_namedtuple(value):
+        return 1
+    return 0
+
+
+#: Inside fewer brackets than this, no leaf (which opens at most two) exceeds :data:`MAX_BRACKETS`: the walks take
+#: leaves inline without counting their brackets.
+NEAR_MAX_BRACKETS = MAX_BRACKETS - 1
+
+
+class NestedTooDeeply(SerializationError):
+    """Nesting beyond what Python compiles; a cycle is reported instead if the value contains itself."""
+
+
+def check_brackets(value: Any, outside: int) -> None:
+    """An error if ``value``, inside ``outside`` brackets, would be written inside more than Python compiles; the
+    walks call it for values met near the limit (``outside >= NEAR_MAX_BRACKETS``): no value opens more than two."""
+    if outside + brackets(value) > MAX_BRACKETS:
+        raise NestedTooDeeply(
+            f"is nested too deeply: its code would be inside more than {MAX_BRACKETS} brackets, which Python cannot "
+            f"compile"
+        )
 
 
 def is_namedtuple(value: Any) -> bool:
@@ -21,7 +77,9 @@ def is_namedtuple(value: Any) -> bool:
 
 def namedtuple_source(cls: type) -> tuple[str, str]:
     """(module, qualified name) by which the written config imports a namedtuple class; an error if that does not
-    give the class back, so that no config is written which fails to import it."""
+    give the class back, so that no config is written which fails to import it, or if ``cls(*items)`` (how copies are
+    made and the written code calls it) does not rebuild its values."""
+    _check_rebuilds(cls)
     module, qualname = cls.__module__, cls.__qualname__
     if module == "__main__":
         raise SerializationError(f"a namedtuple class from __main__ cannot be imported by the config: {qualname}")
@@ -36,9 +94,52 @@ def namedtuple_source(cls: type) -> tuple[str, str]:
     return module, qualname
 
 
+def _check_rebuilds(cls: type) -> None:
+    """Refuses a namedtuple class whose values ``cls(*items)`` would not give back: one with its own ``__new__``
+    above the one ``collections.namedtuple`` made (it may change the items, e.g. double one at every copy), or with
+    ``_fields`` redefined (items beyond them would be hashed but not written)."""
+    for klass in cls.__mro__:
+        if "_fields" in vars(klass):
+            made = klass.__bases__[0] is tuple and "__new__" in vars(klass) and "_make" in vars(klass)
+            if made:
+                return
+            break
+        if "__new__" in vars(klass):
+            raise SerializationError(
+                f"the namedtuple class {cls.__module__}.{cls.__qualname__} has its own __new__ "
+                f"(in {klass.__qualname__}): copies and the written code, which call {cls.__qualname__}(*items), "
+                f"would not give its values back"
+            )
+    raise SerializationError(
+        f"the namedtuple class {cls.__module__}.{cls.__qualname__} redefines _fields: copies and the written code, "
+        f"which use them, would not give its values back"
+    )
+
+
+def check_namedtuple(value: tuple) -> tuple[str, str]:
+    """:func:`namedtuple_source` of the value's class, after checking that the value itself is rebuilt from its
+    items: one item per field and no instance attributes (of a subclass without ``__slots__``)."""
+    cls = type(value)
+    source = namedtuple_source(cls)
+    if len(value) != len(cls._fields):
+        raise SerializationError(f"{describe(value)} has {len(value)} items but {len(cls._fields)} fields")
+    if getattr(value, "__dict__", None):
+        raise SerializationError(
+            f"{describe(value)} has instance attributes {sorted(value.__dict__)}, which are neither copied nor written"
+        )
+    return source
+
+
 def key_step(key: Any) -> str:
     """One path step for a dict key, as in ``network['enc']``."""
-    return f"[{key!r}]"
+    return f"[{step_repr(key)}]"
+
+
+def step_repr(value: Any) -> str:
+    """``repr(value)`` for a path step, also for an int too long for ``repr``."""
+    if type(value) is int and not INT_LOW < value < INT_HIGH:
+        return f"<an int of more than {MAX_INT_DIGITS} digits>"
+    return repr(value)
 
 
 def check_leaf(value: Any) -> None:
@@ -62,6 +163,39 @@ def check_leaf(value: Any) -> None:
             f"(e.g. one taken from its dicts) or build a new ReturnnCommonSerializer from the raw dicts"
         )
     raise SerializationError(f"{describe(value)} cannot be written as Python code")
+
+
+def check_tree(value: Any, root: str) -> None:
+    """Refuses, naming the path, what the writer would refuse in ``value``, for data that enters a serializer after
+    conversion (through its attributes): raw RETURNN dims, values without a code form, namedtuples their items do not
+    rebuild. Sisyphus values are not resolved (they may not be computed yet)."""
+    walk_guarded(_check, value, root, 0)
+
+
+def _check(value: Any, depth: int) -> None:
+    if depth >= NEAR_MAX_BRACKETS:
+        check_brackets(value, depth)
+    cls = type(value)
+    if cls in LEAF_TYPES:
+        if cls is int:
+            check_int(value)
+    elif cls is dict:
+        for key, item in value.items():
+            try:
+                _check(key, depth + 1)
+                _check(item, depth + 1)
+            except SerializationError as e:
+                raise e.at(key_step(key))
+    elif cls is list or cls is tuple or cls is set or cls is frozenset or is_namedtuple(value):
+        if is_namedtuple(value):
+            check_namedtuple(value)
+        for i, item in enumerate(value):
+            try:
+                _check(item, depth + brackets(value))
+            except SerializationError as e:
+                raise e.at(f"{{{describe(item)}}}" if isinstance(value, (set, frozenset)) else f"[{i}]")
+    else:
+        check_leaf(value)
 
 
 def sisyphus_values(value: Any) -> list[DelayedBase]:
@@ -92,8 +226,8 @@ def sisyphus_values(value: Any) -> list[DelayedBase]:
 
 
 def walk_guarded(walk: Callable[..., Any], value: Any, root: str, *args: Any) -> Any:
-    """Runs a recursive walk over ``value``, turning errors into ones that name ``root``, and a recursion overflow
-    into an error that names where the dict contains itself (cycles are searched only when one overflows).
+    """Runs a recursive walk over ``value``, turning errors into ones that name ``root``, and a recursion overflow or
+    too deep a nesting into an error that names where the dict contains itself (cycles are searched only then).
 
     The garbage collector is paused meanwhile: the walks build trees (no cycles) of thousands of containers, which
     the collector would otherwise traverse again and again while they are being built (6% of hashing's time on
@@ -102,6 +236,11 @@ def walk_guarded(walk: Callable[..., Any], value: Any, root: str, *args: Any) ->
     gc.disable()
     try:
         return walk(value, *args)
+    except NestedTooDeeply as e:
+        path = _find_cycle(value)
+        if path is None:
+            raise e.at(root) from None
+        raise SerializationError("contains itself (a cycle)").at(path).at(root) from None
     except SerializationError as e:
         raise e.at(root) from None
     except RecursionError:
