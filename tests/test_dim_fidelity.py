@@ -187,3 +187,18 @@ def test_thousands_of_chained_derived_dims_convert_write_and_hash():
     assert ser._sis_hash() != ReturnnCommonSerializer(network={"a": {"out_dim": dims[-2]}})._sis_hash()
     again = ReturnnCommonSerializer(network={"b": ser.network["a"]})  # DimRefs of a chain, adopted
     assert again.get().count(" + one") == 2999
+
+
+def test_dim_refs_edited_into_a_cycle_are_refused():
+    ser = ReturnnCommonSerializer(network={"a": {"out_dim": Dim(4, description="a") * 2}})
+    derived = ser.network["a"]["out_dim"]
+    base = DimRef("b_dim", op="add", inputs=(derived, 1))
+    derived.inputs = (base, 2)
+    with pytest.raises(SerializationError, match=r"^network\['a'\]\['out_dim'\]: DimRef '.*' is derived from itself"):
+        ReturnnCommonSerializer(network=ser.network)
+    with pytest.raises(SerializationError, match="is derived from itself"):
+        ser._sis_hash()
+    with pytest.raises(SerializationError, match="is derived from itself"):
+        ser.get()
+    with pytest.raises(SerializationError, match="is derived from itself"):
+        derived.size

@@ -202,6 +202,8 @@ class Canonicalizer:
                 deps = [d for d in top.dependencies() if d.global_name is None and id(d) not in self.index]
                 stack.extend((dep, id(top)) for dep in reversed(deps))
                 continue
+            if any(dep.global_name is None and id(dep) not in self.index for dep in top.dependencies()):
+                raise SerializationError(f"DimRef {top.name!r} is derived from itself")  # met again inside its walk
             dep_tokens = iter([self._dep_token(dep, top, first, spelled_by) for dep in top.dependencies()])
             index = len(self.definitions)
             definition = self._definition(top, lambda _dep: next(dep_tokens))  # in dependencies() order
@@ -223,7 +225,7 @@ class Canonicalizer:
         """What a dim is without its index: orders dims not numbered yet (only in sets and dim-keyed dicts). Built
         from its dependencies' without recursion."""
         done: dict[int, str] = {}
-        stack = [ref]
+        stack, expanded = [ref], set()
         while stack:
             top = stack[-1]
             if top.global_name is not None or id(top) in self.index:
@@ -232,6 +234,9 @@ class Canonicalizer:
                 continue
             pending = [d for d in top.dependencies() if id(d) not in done]
             if pending:
+                if id(top) in expanded:  # its dependencies were walked, yet one is not done: it is among them
+                    raise SerializationError(f"DimRef {top.name!r} is derived from itself")
+                expanded.add(id(top))
                 stack.extend(pending)
                 continue
             stack.pop()

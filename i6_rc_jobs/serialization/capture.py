@@ -90,9 +90,9 @@ class DimCapture:
             while stack:
                 top = stack[-1]
                 pending = [x for x in _sources(top) if id(x) not in self._refs] if id(top) not in expanded else []
-                if pending:
+                if pending:  # pushed reversed: made (and named) in the order _make asks for them
                     expanded.add(id(top))
-                    stack.extend(pending)
+                    stack.extend(reversed(pending))
                     continue
                 stack.pop()
                 if id(top) not in self._refs:
@@ -143,15 +143,18 @@ class DimCapture:
         dims must be its own, or an edit through the other's dicts would change them behind its hash. The copy is
         named anew beside the new dims; one DimRef stays one copy, and DimRefs of one origin are one (see the
         module)."""
-        stack = [ref]
-        while stack:  # what it is made from first, without recursion
+        stack, expanded = [ref], set()
+        while stack:  # what it is made from first (and named first, in order), without recursion
             top = stack[-1]
             if top.global_name is not None or id(top) in self._adopted:
                 stack.pop()
                 continue
             pending = [x for x in top.dependencies() if x.global_name is None and id(x) not in self._adopted]
             if pending:
-                stack.extend(pending)
+                if id(top) in expanded:
+                    raise SerializationError(f"DimRef {top.name!r} is derived from itself")
+                expanded.add(id(top))
+                stack.extend(reversed(pending))
                 continue
             stack.pop()
             own = copy.copy(top)  # every field as it is, but the name and the refs it is made from

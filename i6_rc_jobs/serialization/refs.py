@@ -209,14 +209,11 @@ class DimRef(CodeWrapper):
             state.pop("_size", None)
         elif state.get("copy_of") is not None:
             state.pop("_size", None)
-        for field in ("code", "op", "copy_of"):  # first, so that later fields are checked against them
+        for field in ("code", "inputs", "op", "copy_of"):  # first, so that later fields are checked against them
             if field in state:
-                object.__setattr__(self, field, state.pop(field))
+                setattr(self, field, state.pop(field))
         for field, value in state.items():
             setattr(self, field, value)
-        for field in ("op", "copy_of"):
-            if getattr(self, field, None) is not None:
-                self._check_unwritten(field, getattr(self, field))
 
     @property
     def kind(self) -> Optional[str]:
