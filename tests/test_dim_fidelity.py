@@ -178,7 +178,8 @@ def test_thousands_of_chained_derived_dims_convert_write_and_hash():
     one = Dim(1, description="one")
     dims = [Dim(4, description="d0")]
     for i in range(1, 3000):  # built as RETURNN's dim math does, without its (slow) search for equal dims
-        dims.append(Dim(i + 4, description=f"d{i}", derived_from_op=Op("add", [dims[-1], one]), kind=None))
+        op = Op("add", [dims[-1], one])
+        dims.append(Dim(i + 4, description=f"d{i}", derived_from_op=op, kind=Dim.Types.Spatial))
     ser = ReturnnCommonSerializer(network={"a": {"out_dim": dims[-1]}})
     ref = ser.network["a"]["out_dim"]
     assert ref.size == 3003 and ref.kind == "spatial"
@@ -202,3 +203,12 @@ def test_dim_refs_edited_into_a_cycle_are_refused():
         ser.get()
     with pytest.raises(SerializationError, match="is derived from itself"):
         derived.size
+
+
+def test_derived_dim_of_another_size_or_kind_than_its_op_gives_is_refused():
+    """A dim made with derived_from_op by hand, unlike RETURNN's dim math would make it: the written op would not
+    give it back."""
+    a = Dim(4, description="a", kind=Dim.Types.Spatial)
+    wrong = Dim(9, description="a+1", derived_from_op=Op("add", [a, Dim(1, description="one")]), kind=Dim.Types.Spatial)
+    with pytest.raises(SerializationError, match=r"^network\['x'\]: .*kind and size \('spatial', 9\) are not the"):
+        ReturnnCommonSerializer(network={"x": wrong})

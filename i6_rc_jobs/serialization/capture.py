@@ -31,7 +31,7 @@ from returnn.tensor.marked_dim import MarkedDim
 
 from .errors import SerializationError, describe
 from .naming import NameAllocator
-from .refs import BATCH_DIM, MARKERS, SINGLE_STEP_DIM, DimRef, MarkedRef, canonical_op
+from .refs import BATCH_DIM, MARKERS, SINGLE_STEP_DIM, DimRef, MarkedRef, canonical_op, derived_shape
 
 _ORIGINS: dict[int, str] = {}  # id(Dim) -> its origin token, while the Dim lives
 
@@ -81,6 +81,7 @@ class DimCapture:
         self._seen: dict[int, int] = {}  # id(DimRef) -> when it was first met
         self._adopted: dict[int, DimRef] = {}  # id(DimRef of other dicts) -> this serializer's copy
         self._by_origin: dict[str, DimRef] = {}  # origin -> this serializer's DimRef of it
+        self._shapes: dict[int, tuple] = {}  # id(DimRef) -> (kind, size), see refs.derived_shape; no edits meanwhile
 
     def ref(self, dim: Dim) -> DimRef:
         ref = self._refs.get(id(dim))
@@ -271,4 +272,12 @@ class DimCapture:
             ref = DimRef("pending_dim", description=dim.description, op=kind, inputs=inputs, origin=origin_of(dim))
         except SerializationError as e:  # the DimRef names its placeholder name: name the dim instead
             raise SerializationError(f"{describe(dim)}: {e.problem.partition(': ')[2]}") from None
+        found = (dim.kind.name if dim.kind is not None else None, dim.dimension)
+        if found != derived_shape(
+            ref, self._shapes
+        ):  # made otherwise than by RETURNN's dim math: the written op would not give it
+            raise SerializationError(
+                f"{describe(dim)}: kind and size {found} are not the {derived_shape(ref)} RETURNN gives {kind} of "
+                f"its inputs"
+            )
         return self._unified(ref, dim.description)
