@@ -49,7 +49,7 @@ def test_explains_two_job_directories(tmp_path):
     prefix = "CreateConfigJob.returnn_config."
     assert diff.stdout.splitlines() == [
         prefix + "python_prolog_hash[0].network['dec']['unit']['lstm']['out_dim']: "
-        "dim#7 feature 512 = mul(2, <dim#6 feature 256>) -> dim#7 feature 512 = mul(2, <dim#6 feature 2048>)",
+        "dim#7 feature 512 = mul(2, <dim#6 feature 256>) -> dim#7 feature 4096 = mul(2, <dim#6 feature 2048>)",
         prefix + "returnn_config['learning_rate']: 0.01 -> 0.02",
     ]
     same = hash_diff(a, setup / "alias" / "c")

@@ -7,12 +7,14 @@ import copy
 import os
 import pickle
 
+import pytest
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
-from i6_rc_jobs import ReturnnCommonSerializer
+from i6_rc_jobs import ReturnnCommonSerializer, SerializationError
+from i6_rc_jobs.hashing.sis_hash import canonical_form
 from i6_rc_jobs.serialization.refs import DimRef, MarkedRef
-from tests.support.dim_graphs import build_dims, build_structure, dim_specs, structures
+from tests.support.dim_graphs import build_dims, build_structure, dim_specs, part_sources, size_edits, structures
 from tests.support.dims import DimMap, assert_equal_up_to_dims
 from tests.support.walk import leaves
 
@@ -138,9 +140,9 @@ def _refs(value) -> list[DimRef]:
 @given(configs(), st.data())
 def test_any_changed_dim_changes_the_hash(config, data):
     """A dim's size, kind or match_priority (and an auto-generated dim's description) counts wherever it sits, also
-    when it is only an input of others."""
+    when it is only an input of others. (A derived dim has none of its own: see the test below.)"""
     ser = serializer(config)
-    refs = [r for r in _refs((ser.extern_data, ser.network)) if r.global_name is None]
+    refs = [r for r in _refs((ser.extern_data, ser.network)) if r.global_name is None and r.op is None]
     assume(refs)
     ref = data.draw(st.sampled_from(sorted(refs, key=lambda r: r.name)))
     reference = ser._sis_hash()
@@ -152,3 +154,51 @@ def test_any_changed_dim_changes_the_hash(config, data):
     field, value = data.draw(st.sampled_from(changes))
     setattr(ref, field, value)
     assert ser._sis_hash() != reference
+
+
+@SETTINGS
+@given(configs(), st.data())
+def test_derived_dims_follow_their_inputs_in_hash_and_code(config, data):
+    """Editing an input's size after conversion changes the hash, and the size and kind every derived dim shows in
+    the hash are those RETURNN gives the dim the written code makes; a derived dim's own size and kind are refused."""
+    ser = serializer(config)
+    refs = _refs((ser.extern_data, ser.network))
+    derived = [r for r in refs if r.op is not None]
+    if derived:
+        with pytest.raises(SerializationError, match="cannot be set on a derived dim"):
+            data.draw(st.sampled_from(sorted(derived, key=lambda r: r.name))).size = 7
+    bases = [r for r in refs if r.global_name is None and r.op is None and r.copy_of is None]
+    if bases:
+        base = data.draw(st.sampled_from(sorted(bases, key=lambda r: r.name)))
+        reference = ser._sis_hash()
+        base.size = data.draw(size_edits(base.size))
+        assert ser._sis_hash() != reference
+    loaded = load(ser.get())
+    canonicalizer, _ = canonical_form(ser)
+    for ref in derived:
+        dim = loaded[ref.name]
+        kind, size = dim.kind.name if dim.kind is not None else None, dim.dimension
+        hashed = canonicalizer.definitions[canonicalizer.index[id(ref)]]
+        assert hashed.startswith(f"{kind} {'?' if size is None else size} = {ref.op}("), (ref.name, hashed, dim)
+
+
+@SETTINGS
+@given(configs(), part_sources())
+def test_parts_of_one_origin_mixed_are_one_dim_each(config, sources):
+    """extern_data and network taken from the raw dicts or from serializers converted from the same raw dims, in any
+    mix: the written code gives back the raw dicts (each dim one variable), and the hash is that of the raw dicts."""
+    extern_data, network = build(config)
+    first = ReturnnCommonSerializer(extern_data=extern_data, network=network)
+    second = ReturnnCommonSerializer(extern_data=extern_data, network=network)
+    parts = {
+        "raw": (extern_data, network),
+        "first": (first.extern_data, first.network),
+        "second": (second.extern_data, second.network),
+        "second pickled": pickle.loads(pickle.dumps((second.extern_data, second.network))),
+    }
+    mixed = ReturnnCommonSerializer(extern_data=parts[sources[0]][0], network=parts[sources[1]][1])
+    loaded = load(mixed.get())
+    dims = DimMap()
+    assert_equal_up_to_dims(extern_data, loaded["extern_data"], dims, "extern_data")
+    assert_equal_up_to_dims(network, loaded["network"], dims, "network")
+    assert mixed._sis_hash() == ReturnnCommonSerializer(extern_data=extern_data, network=network)._sis_hash()

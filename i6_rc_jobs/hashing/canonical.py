@@ -13,7 +13,7 @@ from sisyphus.delayed_ops import DelayedBase
 from sisyphus.hash import sis_hash_helper
 
 from ..serialization.errors import SerializationError
-from ..serialization.refs import DimRef, MarkedRef
+from ..serialization.refs import DimRef, MarkedRef, derived_shape
 from ..serialization.values import LEAF_TYPES, check_leaf, is_namedtuple, key_step, walk_guarded
 
 
@@ -129,6 +129,7 @@ class Canonicalizer:
         self._sections: list[tuple[str, Any]] = []
         self._unhashed: dict[int, tuple[str, ...]] = {}
         self._readings: Optional[DescriptionReadings] = None
+        self._shapes: dict[int, tuple] = {}  # id(DimRef) -> (kind, size), computed once per hash (refs.derived_shape)
 
     def sections(
         self,
@@ -248,21 +249,61 @@ class Canonicalizer:
         if index is not None:
             return self._later[index]
         # Inputs first, so they get the lower indices; where one occurs first, its token spells out its definition.
-        dep_tokens = iter([repr(self._dim(dep)) for dep in ref.dependencies()])
-        index = len(self.definitions)
-        definition = self._definition(ref, lambda _dep: next(dep_tokens))  # asks for them in dependencies() order
-        self.index[id(ref)] = index
-        self.definitions.append(definition)
-        self._later.append(DimToken(index, None))
-        return DimToken(index, definition)
+        # A depth-first walk without recursion (chains of thousands of derived dims occur): each dim is numbered
+        # after its dependencies, and spelled out in the definition of the dim whose walk numbered it.
+        first: dict[int, DimToken] = {}  # id -> the token of its first occurrence, until used
+        spelled_by: dict[int, int] = {}  # id -> id of the dim in whose definition it is spelled out
+        stack = [(ref, 0)]
+        while stack:
+            top, parent = stack.pop()
+            if id(top) in self.index:
+                continue
+            if id(top) not in spelled_by:
+                spelled_by[id(top)] = parent
+                stack.append((top, parent))
+                deps = [d for d in top.dependencies() if d.global_name is None and id(d) not in self.index]
+                stack.extend((dep, id(top)) for dep in reversed(deps))
+                continue
+            if any(dep.global_name is None and id(dep) not in self.index for dep in top.dependencies()):
+                raise SerializationError(f"DimRef {top.name!r} is derived from itself")  # met again inside its walk
+            dep_tokens = iter([self._dep_token(dep, top, first, spelled_by) for dep in top.dependencies()])
+            index = len(self.definitions)
+            definition = self._definition(top, lambda _dep: next(dep_tokens))  # in dependencies() order
+            self.index[id(top)] = index
+            self.definitions.append(definition)
+            self._later.append(DimToken(index, None))
+            first[id(top)] = DimToken(index, definition)
+        return first[id(ref)]
+
+    def _dep_token(self, dep: DimRef, user: DimRef, first: dict[int, DimToken], spelled_by: dict[int, int]) -> str:
+        """The token of ``dep`` in the definition of ``user``: spelled out once, where the walk numbered it."""
+        if dep.global_name is not None:
+            return GLOBAL_TOKENS[dep.global_name].code
+        if spelled_by.get(id(dep)) == id(user) and id(dep) in first:
+            return first.pop(id(dep)).code
+        return self._later[self.index[id(dep)]].code
 
     def _intrinsic(self, ref: DimRef) -> str:
-        """What a dim is without its index: orders dims not numbered yet (only in sets and dim-keyed dicts)."""
-        if ref.global_name is not None:
-            return ref.global_name
-        if id(ref) in self.index:
-            return f"#{self.index[id(ref)]}"
-        return f"({self._definition(ref, self._intrinsic)})"
+        """What a dim is without its index: orders dims not numbered yet (only in sets and dim-keyed dicts). Built
+        from its dependencies' without recursion."""
+        done: dict[int, str] = {}
+        stack, expanded = [ref], set()
+        while stack:
+            top = stack[-1]
+            if top.global_name is not None or id(top) in self.index:
+                stack.pop()
+                done[id(top)] = top.global_name or f"#{self.index[id(top)]}"
+                continue
+            pending = [d for d in top.dependencies() if id(d) not in done]
+            if pending:
+                if id(top) in expanded:  # its dependencies were walked, yet one is not done: it is among them
+                    raise SerializationError(f"DimRef {top.name!r} is derived from itself")
+                expanded.add(id(top))
+                stack.extend(pending)
+                continue
+            stack.pop()
+            done[id(top)] = f"({self._definition(top, lambda dep: done[id(dep)])})"
+        return done[id(ref)]
 
     def _definition(self, ref: DimRef, name_of) -> str:
         extras = "".join(
@@ -272,19 +313,24 @@ class Canonicalizer:
                 ("auto_generated", ref.auto_generated),
                 ("special", ref.special),
                 (f"capacity={ref.capacity}", ref.capacity is not None),
+                ("undefined", ref.undefined),
             )
             if on
         )
+        for field in ("bounded_by", "derived_from_tag"):  # in dependencies() order
+            if getattr(ref, field) is not None:
+                extras += f" {field}={name_of(getattr(ref, field))}"
         if ref.auto_generated:  # RETURNN finds two auto-generated dims equal if their descriptions are
             extras += f" description={ref.description!r}"
         if self._readings is not None:
             extras += self._readings.extras(ref)
         if id(ref) in self._unhashed:
             extras += f" unhashed at {self._unhashed[id(ref)]!r}"
-        kind = ref.kind or "unspecified"
+        kind, size = derived_shape(ref, self._shapes)
+        kind = kind or "unspecified"
         if ref.copy_of is not None:
             return f"{kind} copy of {name_of(ref.copy_of)}{extras}"
-        size = "?" if ref.size is None else ref.size
+        size = "?" if size is None else size
         if ref.op is not None:
             operands = ", ".join(name_of(x) if isinstance(x, DimRef) else str(x) for x in ref.inputs)
             return f"{kind} {size} = {ref.op}({operands}){extras}"
@@ -437,9 +483,8 @@ class DescriptionReadings:
 
     def __init__(self, names: set[str], sections: list[tuple[str, Any]]):
         self.names = sorted(names)
-        self._made_into_derived = {
-            id(dep) for dim in dims_in(value for _, value in sections) if dim.op is not None for dep in dims_in([dim])
-        }
+        derived = [dim for dim in dims_in(value for _, value in sections) if dim.op is not None]
+        self._made_into_derived = {id(dim) for dim in dims_in(dep for dim in derived for dep in dim.dependencies())}
 
     @classmethod
     def find(cls, sections: list[tuple[str, Any]]) -> Optional[DescriptionReadings]:
@@ -471,13 +516,16 @@ def strings_in(values: Iterable) -> Iterator[str]:
 
 
 def dims_in(values: Iterable) -> Iterator[DimRef]:
-    """Every DimRef in ``values`` (in containers, marked dims, and what they are derived from)."""
+    """Every DimRef in ``values`` (in containers, marked dims, and what they are derived from), once."""
     stack = list(values)
+    seen: set[int] = set()
     while stack:
         value = stack.pop()
         if type(value) is DimRef:
-            yield value
-            stack.extend(value.dependencies())
+            if id(value) not in seen:
+                seen.add(id(value))
+                yield value
+                stack.extend(value.dependencies())
         elif type(value) is MarkedRef:
             stack.append(value.dim)
         elif isinstance(value, dict):

@@ -6,19 +6,66 @@ on, and otherwise ``base.copy(kind=..., match_priority=...)``, which RETURNN aga
 copies of one base with one kind and match_priority are one DimRef.
 Descriptions of copies are cosmetic and dropped. Dims that are equal without ``same_as`` (two auto-generated dims of
 one description) stay two variables; both are written with ``auto_generated=True``, so RETURNN still finds them equal.
+
+Origins: each DimRef made from a Dim carries a random token of that Dim object (``origin``, kept in a table while the
+Dim lives, never hashed nor written). A new serializer makes one DimRef of a raw Dim and of DimRefs of the same origin
+taken from other serializers' dicts, and refuses them where edits made them differ.
+
+What a Dim carries besides: ``undefined``, ``bounded_by`` and ``derived_from_tag`` are written and hashed (RETURNN's
+equality, ``undefined`` and capacity follow them); a static ``capacity`` other than the size, too. ``dyn_size_ext``
+holding sizes (a raw tensor: one batch's, at run time) is refused; a template without one is what RETURNN makes
+for every dynamic dim it meets in a Tensor and makes again when it builds the net, and is dropped. A derived dim's
+``derived_from_tag`` is one of its inputs, which RETURNN sets again when the written op runs.
 """
 
 from __future__ import annotations
 
 import copy
+import uuid
+import weakref
 from typing import Any, Iterable, Optional
 
 from returnn.tensor import Dim, batch_dim, single_step_dim
+from returnn.tensor._dim_extra import derived_capacity_memoized_dims
 from returnn.tensor.marked_dim import MarkedDim
 
 from .errors import SerializationError, describe
 from .naming import NameAllocator
-from .refs import BATCH_DIM, MARKERS, OPS_WITH_INT_LEFT, SINGLE_STEP_DIM, DimRef, MarkedRef, canonical_op
+from .refs import BATCH_DIM, MARKERS, SINGLE_STEP_DIM, DimRef, MarkedRef, canonical_op, derived_shape
+
+_ORIGINS: dict[int, str] = {}  # id(Dim) -> its origin token, while the Dim lives
+
+
+def origin_of(dim: Dim) -> str:
+    """The origin token of a Dim object: the same in every serializer made from it in this process."""
+    token = _ORIGINS.get(id(dim))
+    if token is None:
+        token = _ORIGINS[id(dim)] = uuid.uuid4().hex
+        weakref.finalize(dim, _ORIGINS.pop, id(dim), None)
+    return token
+
+
+def _meaning(ref: DimRef) -> tuple:
+    """What RETURNN acts on in a DimRef whose dependencies are this serializer's: two refs of one origin must agree
+    in it to be one dim (descriptions are cosmetic but for auto-generated dims)."""
+    deps = tuple(id(x) if isinstance(x, DimRef) else x for x in (*ref.inputs, ref.copy_of, ref.bounded_by))
+    description = ref.description if ref.auto_generated else None
+    flags = (ref.match_priority, ref.auto_generated, ref.special, ref.capacity, ref.undefined, ref.global_name)
+    return (ref.kind, ref.size, description, ref.op, deps, id(ref.derived_from_tag), flags)
+
+
+def _sources(dim: Dim) -> list[Dim]:
+    """The dims whose DimRefs ``DimCapture._make`` needs for ``dim``."""
+    if dim is batch_dim or dim.is_batch_dim():
+        return []
+    base = dim.get_same_base()
+    if base is not dim:
+        return [base]
+    op = dim.derived_from_op
+    if op is not None and op.kind != "constant":
+        return [x for x in op.inputs if not x.is_constant_static_dim()]
+    extra = dim._extra
+    return [x for x in (extra.bounded_by, extra.derived_from_tag) if x is not None] if extra is not None else []
 
 
 class DimCapture:
@@ -33,14 +80,28 @@ class DimCapture:
         self._names = NameAllocator()
         self._seen: dict[int, int] = {}  # id(DimRef) -> when it was first met
         self._adopted: dict[int, DimRef] = {}  # id(DimRef of other dicts) -> this serializer's copy
+        self._by_origin: dict[str, DimRef] = {}  # origin -> this serializer's DimRef of it
+        self._shapes: dict[int, tuple] = {}  # id(DimRef) -> (kind, size), see refs.derived_shape; no edits meanwhile
 
     def ref(self, dim: Dim) -> DimRef:
         ref = self._refs.get(id(dim))
         if ref is None:
-            ref = self._make(dim)
-            self._refs[id(dim)] = ref
-            self._alive.append(dim)
-            self._seen.setdefault(id(ref), len(self._seen))
+            # What it is made from first, without recursion: chains of thousands of derived dims occur.
+            stack, expanded = [dim], set()
+            while stack:
+                top = stack[-1]
+                pending = [x for x in _sources(top) if id(x) not in self._refs] if id(top) not in expanded else []
+                if pending:  # pushed reversed: made (and named) in the order _make asks for them
+                    expanded.add(id(top))
+                    stack.extend(reversed(pending))
+                    continue
+                stack.pop()
+                if id(top) not in self._refs:
+                    made = self._make(top)
+                    self._refs[id(top)] = made
+                    self._alive.append(top)
+                    self._seen.setdefault(id(made), len(self._seen))
+            ref = self._refs[id(dim)]
         return ref
 
     def known(self, dims: Iterable[Any]) -> Optional[list[DimRef]]:
@@ -81,18 +142,48 @@ class DimCapture:
     def adopt(self, ref: DimRef) -> DimRef:
         """This serializer's own copy of a DimRef found in the input (taken from another serializer's dicts): its
         dims must be its own, or an edit through the other's dicts would change them behind its hash. The copy is
-        named anew beside the new dims; one DimRef stays one copy."""
-        if ref.global_name is not None:
+        named anew beside the new dims; one DimRef stays one copy, and DimRefs of one origin are one (see the
+        module)."""
+        stack, expanded = [ref], set()
+        while stack:  # what it is made from first (and named first, in order), without recursion
+            top = stack[-1]
+            if top.global_name is not None or id(top) in self._adopted:
+                stack.pop()
+                continue
+            pending = [x for x in top.dependencies() if x.global_name is None and id(x) not in self._adopted]
+            if pending:
+                if id(top) in expanded:
+                    raise SerializationError(f"DimRef {top.name!r} is derived from itself")
+                expanded.add(id(top))
+                stack.extend(reversed(pending))
+                continue
+            stack.pop()
+            own = copy.copy(top)  # every field as it is, but the name and the refs it is made from
+            own.bounded_by, own.derived_from_tag = map(self._own, (top.bounded_by, top.derived_from_tag))
+            own.inputs = tuple(map(self._own, top.inputs))
+            own.copy_of = self._own(top.copy_of)
+            self._adopted[id(top)] = self._unified(own, top.description or (own.copy_of or top).name)
+            self._alive.append(top)
+        return self._own(ref)
+
+    def _own(self, operand: Any) -> Any:
+        """The adopted DimRef of ``operand`` (adopted before), or ``operand`` itself (None, an int, a global)."""
+        return self._adopted.get(id(operand), operand) if isinstance(operand, DimRef) else operand
+
+    def _unified(self, ref: DimRef, name_source: Optional[str]) -> DimRef:
+        """``ref`` named, or the DimRef of its origin made before, if the two agree in what RETURNN acts on."""
+        known = self._by_origin.get(ref.origin) if ref.origin is not None else None
+        if known is None:
+            ref.code = self._names.allocate(name_source)
+            if ref.origin is not None:
+                self._by_origin[ref.origin] = ref
             return ref
-        own = self._adopted.get(id(ref))
-        if own is None:
-            own = copy.copy(ref)  # every field as it is, but the name and the refs it is made from
-            own.copy_of = None if ref.copy_of is None else self.adopt(ref.copy_of)
-            own.inputs = tuple(self.adopt(x) if isinstance(x, DimRef) else x for x in ref.inputs)
-            own.code = self._names.allocate(ref.description or (own.copy_of or ref).name)
-            self._adopted[id(ref)] = own
-            self._alive.append(ref)
-        return own
+        if _meaning(known) != _meaning(ref):
+            raise SerializationError(
+                f"{known.name} = {known.definition()} and a DimRef {ref.definition()} stem from one RETURNN dim "
+                f"(raw, or of two serializers) but differ after edits: make them agree, or make one a new dim"
+            )
+        return known
 
     def adopt_marked(self, marked: MarkedRef) -> MarkedRef:
         return self._marked_ref(marked.marker, self.adopt(marked.dim))
@@ -110,7 +201,11 @@ class DimCapture:
         if base is single_step_dim:
             return SINGLE_STEP_DIM
         kind = dim.kind.name if dim.kind is not None else None
+        extra = dim._extra
+        undefined, bounded_by = (extra.undefined, extra.bounded_by) if extra is not None else (False, None)
         if base is not dim:
+            if undefined or bounded_by is not None:
+                raise SerializationError(f"{describe(dim)}: a same_as copy with its own undefined or bounded_by")
             base_ref = self.ref(base)
             if kind == base_ref.kind and dim.match_priority == base_ref.match_priority:
                 return base_ref
@@ -120,42 +215,69 @@ class DimCapture:
                 f"{describe(dim)} carries a vocab, which cannot be written as code: put the vocab into the "
                 f"extern_data entry ('vocab': {{...}}) instead"
             )
+        if dim.dyn_size_ext is not None and dim.dyn_size_ext.raw_tensor is not None:
+            raise SerializationError(
+                f"{describe(dim)} holds the sizes of one batch (dyn_size_ext with a raw tensor), a value of one run "
+                f"that cannot be written as code: use the dim from before the run (RETURNN sets the sizes itself)"
+            )
+        # A capacity RETURNN derived (through an op or bounded_by) and memoized is not the dim's own.
+        capacity = None if dim.capacity == dim.dimension or dim in derived_capacity_memoized_dims else dim.capacity
         op = dim.derived_from_op
         if op is not None and op.kind != "constant":
+            if undefined or bounded_by is not None or capacity is not None:
+                raise SerializationError(
+                    f"{describe(dim)}: a derived dim with its own undefined, bounded_by or capacity has no code form"
+                )
             return self._derived(dim, op)
-        return DimRef(
-            self._names.allocate(dim.description),
+        tag = extra.derived_from_tag if extra is not None else None
+        if bounded_by is not None and tag is not bounded_by:
+            raise SerializationError(f"{describe(dim)}: derived_from_tag {describe(tag)} is not its bounded_by")
+        ref = DimRef(
+            "pending_dim",
             kind=kind,
             size=dim.dimension,
             description=dim.description,
             match_priority=dim.match_priority,
             auto_generated=dim.auto_generated,
             special=dim.special,
-            capacity=dim.capacity if dim.dimension is None else None,
+            capacity=capacity,
+            undefined=undefined,
+            bounded_by=None if bounded_by is None else self.ref(bounded_by),
+            derived_from_tag=None if tag is None or bounded_by is not None else self.ref(tag),
+            origin=origin_of(dim),
         )
+        return self._unified(ref, dim.description)
 
     def _copy(self, base: DimRef, kind: Optional[str], match_priority: int) -> DimRef:
-        """``base.copy(kind=..., match_priority=...)``; copies alike are equal to each other, too: one variable."""
+        """``base.copy(kind=..., match_priority=...)``; copies alike are equal to each other, too: one variable. Its
+        origin follows from its base's."""
         key = (id(base), kind, match_priority)
         if key not in self._copies:
-            name = self._names.allocate(base.name)
-            self._copies[key] = DimRef(name, kind=kind, copy_of=base, match_priority=match_priority)
+            origin = None if base.origin is None else f"{base.origin} copy {kind} {match_priority}"
+            ref = DimRef("pending_dim", kind=kind, copy_of=base, match_priority=match_priority, origin=origin)
+            self._copies[key] = self._unified(ref, base.name)
         return self._copies[key]
 
     def _derived(self, dim: Dim, op) -> DimRef:
         kind = canonical_op(op.kind)
         if kind is None or len(op.inputs) != 2:
             raise SerializationError(f"{describe(dim)} is derived by op {op!r}, which RETURNN cannot re-create")
-        inputs = tuple(x.dimension if x.is_constant_static_dim() else self.ref(x) for x in op.inputs)
-        if isinstance(inputs[0], int) and kind not in OPS_WITH_INT_LEFT:
-            raise SerializationError(f"{describe(dim)}: op {kind!r} with a constant left operand has no code form")
         if dim.match_priority:
             raise SerializationError(f"{describe(dim)}: a derived dim with its own match_priority is not supported")
-        return DimRef(
-            self._names.allocate(dim.description),
-            kind=dim.kind.name if dim.kind is not None else None,
-            size=dim.dimension,
-            description=dim.description,
-            op=kind,
-            inputs=inputs,
-        )
+        tag = dim.derived_from_tag
+        if tag is not None and all(tag is not x for x in op.inputs):
+            raise SerializationError(f"{describe(dim)}: its derived_from_tag {describe(tag)} is none of its inputs")
+        inputs = tuple(x.dimension if x.is_constant_static_dim() else self.ref(x) for x in op.inputs)
+        try:
+            ref = DimRef("pending_dim", description=dim.description, op=kind, inputs=inputs, origin=origin_of(dim))
+        except SerializationError as e:  # the DimRef names its placeholder name: name the dim instead
+            raise SerializationError(f"{describe(dim)}: {e.problem.partition(': ')[2]}") from None
+        found = (dim.kind.name if dim.kind is not None else None, dim.dimension)
+        if found != derived_shape(
+            ref, self._shapes
+        ):  # made otherwise than by RETURNN's dim math: the written op would not give it
+            raise SerializationError(
+                f"{describe(dim)}: kind and size {found} are not the {derived_shape(ref)} RETURNN gives {kind} of "
+                f"its inputs"
+            )
+        return self._unified(ref, dim.description)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Iterable
 
+from .errors import SerializationError
 from .pycode import CodeWriter
 from .refs import DimRef
 
@@ -14,6 +15,7 @@ def dim_lines(writer: CodeWriter, used: Iterable[DimRef]) -> list[str]:
     line."""
     lines: list[str] = []
     done: set[int] = set()
+    walking: set[int] = set()  # expanded, not done: met again unexpanded, it is derived from itself
     for ref in sorted(used, key=lambda r: r.name):
         stack = [(ref, False)]
         while stack:
@@ -21,6 +23,9 @@ def dim_lines(writer: CodeWriter, used: Iterable[DimRef]) -> list[str]:
             if id(dim) in done:
                 continue
             if not expanded:
+                if id(dim) in walking:
+                    raise SerializationError(f"DimRef {dim.name!r} is derived from itself")
+                walking.add(id(dim))
                 stack.append((dim, True))
                 stack.extend((dep, False) for dep in reversed(dim.dependencies()))
                 continue

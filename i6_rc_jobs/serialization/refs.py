@@ -8,6 +8,7 @@ from typing import Optional, Union
 
 from i6_core.returnn.config import CodeWrapper
 
+from .errors import SerializationError
 from .strings import str_code
 
 #: The derivation ops RETURNN writes into ``Dim.derived_from_op.kind``, by their current names, with the code that
@@ -36,13 +37,89 @@ def canonical_op(kind: str) -> Optional[str]:
 
 Operand = Union["DimRef", int]
 
+#: How RETURNN computes the static size of a derived dim from its operands' (``_dim_extra._BinOps``).
+OP_SIZE = {
+    "add": lambda a, b: a + b,
+    "sub": lambda a, b: a - b,
+    "mul": lambda a, b: a * b,
+    "floordiv": lambda a, b: a // b,
+    "truediv": lambda a, b: a // b,
+    "truediv_left": lambda a, b: a // b,
+    "ceildiv": lambda a, b: -(-a // b),
+    "ceildiv_left": lambda a, b: -(-a // b),
+}
+KINDS = (None, "batch", "spatial", "feature")
+GLOBAL_NAMES = (None, "batch_dim", "single_step_dim")
+#: Fields the written code of a derived dim (``a + b``) or a copy (``base.copy(...)``) does not carry, which must
+#: stay at their defaults there: RETURNN gives such a dim what its op or base gives it, whatever the DimRef says.
+_NOT_WRITTEN_DERIVED = ("_kind", "_size", "match_priority", "auto_generated", "special", "capacity", "undefined")
+_NOT_WRITTEN_COPY = ("_size", "auto_generated", "special", "capacity", "undefined")
+_NOT_WRITTEN_REFS = ("bounded_by", "derived_from_tag")
+
+
+def _is_int(value: object) -> bool:
+    return type(value) is int
+
+
+def _optional(check):
+    return lambda value: value is None or check(value)
+
+
+def _is_ref(value: object) -> bool:
+    return type(value) is DimRef
+
+
+#: The check of each field's value, and what it must be (for the error).
+_FIELD_CHECKS = {
+    "code": (lambda v: type(v) is str and v.isidentifier(), "an identifier (str)"),
+    "_kind": (lambda v: v in KINDS and (v is None or type(v) is str), f"one of {KINDS}"),
+    "_size": (_optional(_is_int), "an int or None"),
+    "description": (_optional(lambda v: type(v) is str), "a str or None"),
+    "op": (lambda v: v is None or (type(v) is str and v in OP_CODE), f"None or one of {sorted(OP_CODE)}"),
+    "inputs": (
+        lambda v: type(v) is tuple and all(_is_ref(x) or _is_int(x) for x in v),
+        "a tuple of DimRefs and ints",
+    ),
+    "copy_of": (_optional(_is_ref), "a DimRef or None"),
+    "match_priority": (_is_int, "an int"),
+    "auto_generated": (lambda v: type(v) is bool, "a bool"),
+    "special": (lambda v: type(v) is bool, "a bool"),
+    "undefined": (lambda v: type(v) is bool, "a bool"),
+    "capacity": (_optional(_is_int), "an int or None"),
+    "global_name": (lambda v: v in GLOBAL_NAMES and (v is None or type(v) is str), f"one of {GLOBAL_NAMES}"),
+    "bounded_by": (_optional(_is_ref), "a DimRef or None"),
+    "derived_from_tag": (_optional(_is_ref), "a DimRef or None"),
+    "origin": (_optional(lambda v: type(v) is str), "a str or None"),
+}
+_DEFAULTS = {"_kind": None, "_size": None, "match_priority": 0, "auto_generated": False, "special": False}
+_DEFAULTS.update(capacity=None, undefined=False, bounded_by=None, derived_from_tag=None)
+
 
 class DimRef(CodeWrapper):
     """One dim, by value. Identity matters: one DimRef is one variable; equal fields do not make two refs one dim.
 
     Exactly one of these describes how the dim is made:
     plain (``Dim(size, ...)``), derived (``op`` with ``inputs``), a copy of ``copy_of`` with another kind or
-    match_priority, or a RETURNN global (``global_name``: batch_dim, single_step_dim)."""
+    match_priority, or a RETURNN global (``global_name``: batch_dim, single_step_dim).
+
+    Every field is checked whenever it is set (also by unpickling), so that nothing but what it says is written as
+    code. The size and kind of a derived dim, and the size of a copy, are not fields: they follow from the inputs
+    (the base) exactly as RETURNN computes them, so that the hash and the written code cannot disagree.
+
+    ``origin`` names the RETURNN Dim the ref was converted from (a random token, see :mod:`.capture`): DimRefs of
+    one origin taken from several serializers, and the raw Dim itself, are one dim in a new serializer. It is never
+    hashed nor written."""
+
+    _kind: Optional[str] = None
+    _size: Optional[int] = None
+    op: Optional[str] = None  # (class defaults: read by the checks while __init__ sets the fields)
+    inputs: tuple[Operand, ...] = ()
+    copy_of: Optional[DimRef] = None
+    # Fields added after DimRefs were first pickled: their defaults for refs unpickled from then.
+    undefined: bool = False
+    bounded_by: Optional[DimRef] = None
+    derived_from_tag: Optional[DimRef] = None
+    origin: Optional[str] = None
 
     def __init__(
         self,
@@ -59,19 +136,102 @@ class DimRef(CodeWrapper):
         special: bool = False,
         capacity: Optional[int] = None,
         global_name: Optional[str] = None,
+        undefined: bool = False,
+        bounded_by: Optional[DimRef] = None,
+        derived_from_tag: Optional[DimRef] = None,
+        origin: Optional[str] = None,
     ):
         super().__init__(name)
-        self.kind = kind
-        self.size = size
         self.description = description
-        self.op = op
-        self.inputs = inputs
-        self.copy_of = copy_of
+        self.global_name = global_name
+        self.origin = origin
         self.match_priority = match_priority
         self.auto_generated = auto_generated
         self.special = special
         self.capacity = capacity
-        self.global_name = global_name
+        self.undefined = undefined
+        self.bounded_by = bounded_by
+        self.derived_from_tag = derived_from_tag
+        self._kind = kind
+        self._size = size
+        self.inputs = inputs
+        self.op = op  # after the fields it makes unwritten: refused if they are not at their defaults
+        self.copy_of = copy_of
+
+    def __setattr__(self, field: str, value: object) -> None:
+        check = _FIELD_CHECKS.get(field)
+        if check is not None and not check[0](value):
+            raise SerializationError(
+                f"DimRef {self.__dict__.get('code')!r}: {field.lstrip('_')} = {value!r} (type "
+                f"{type(value).__name__}) must be {check[1]}"
+            )
+        if field in ("op", "inputs"):
+            self._check_derivation(value if field == "op" else self.op, value if field == "inputs" else self.inputs)
+        if field in ("op", "copy_of") and value is not None:
+            self._check_unwritten(field, value)
+        elif self.op is not None or self.copy_of is not None:
+            self._check_unwritten(field, value, setting=True)
+        super().__setattr__(field, value)
+
+    def _check_derivation(self, op: Optional[str], inputs: tuple) -> None:
+        if op is None:
+            return
+        if len(inputs) != 2:
+            raise SerializationError(f"DimRef {self.name!r}: op {op!r} needs two inputs, not {inputs!r}")
+        if not _is_ref(inputs[0]) and op not in OPS_WITH_INT_LEFT:
+            raise SerializationError(f"DimRef {self.name!r}: op {op!r} with a constant left operand has no code form")
+
+    def _check_unwritten(self, field: str, value: object, setting: bool = False) -> None:
+        """Refuses a field the written code would not carry (see _NOT_WRITTEN_DERIVED): when set on a derived dim or
+        copy, or when a ref with it becomes one."""
+        derived = (field == "op" and value is not None) or (field != "copy_of" and self.__dict__.get("op"))
+        unwritten = (_NOT_WRITTEN_DERIVED if derived else _NOT_WRITTEN_COPY) + _NOT_WRITTEN_REFS
+        if setting:
+            bad = [field] if field in unwritten and value != _DEFAULTS[field] else []
+        else:
+            bad = [f for f in unwritten if getattr(self, f, _DEFAULTS[f]) != _DEFAULTS[f]]
+        if bad:
+            what = "a derived dim (op)" if derived else "a copy (copy_of)"
+            raise SerializationError(
+                f"DimRef {self.name!r}: {', '.join(f.lstrip('_') for f in bad)} cannot be set on {what}: RETURNN "
+                f"derives {'it' if len(bad) == 1 else 'them'} from its {'inputs' if derived else 'base'}"
+            )
+
+    def __setstate__(self, state: dict) -> None:
+        """Unpickled or copied: every field checked as if set. DimRefs pickled before size and kind became derived
+        carry them under their old names (also on derived dims and copies, where they are dropped)."""
+        state = dict(state)
+        for old in ("kind", "size"):
+            if old in state:
+                state[f"_{old}"] = state.pop(old)
+        if state.get("op") is not None:
+            state.pop("_kind", None)
+            state.pop("_size", None)
+        elif state.get("copy_of") is not None:
+            state.pop("_size", None)
+        for field in ("code", "inputs", "op", "copy_of"):  # first, so that later fields are checked against them
+            if field in state:
+                setattr(self, field, state.pop(field))
+        for field, value in state.items():
+            setattr(self, field, value)
+
+    @property
+    def kind(self) -> Optional[str]:
+        """RETURNN's kind name; for a derived dim the kind RETURNN gives it (``_get_merged_dim_kind``)."""
+        return self._kind if self.op is None else derived_shape(self)[0]
+
+    @kind.setter
+    def kind(self, value: Optional[str]) -> None:
+        self._kind = value
+
+    @property
+    def size(self) -> Optional[int]:
+        """The static size, None if dynamic; that of a derived dim or copy as RETURNN computes it."""
+        return self._size if self.op is None and self.copy_of is None else derived_shape(self)[1]
+
+    @size.setter
+    def size(self, value: Optional[int]) -> None:
+        self._size = value
 
     @property
     def name(self) -> str:
@@ -107,6 +267,12 @@ class DimRef(CodeWrapper):
             args.append("special=True")
         if self.capacity is not None and self.capacity != self.size:
             args.append(f"capacity={self.capacity}")
+        if self.undefined:
+            args.append("undefined=True")
+        if self.bounded_by is not None:
+            args.append(f"bounded_by={self.bounded_by.name}")
+        if self.derived_from_tag is not None:
+            args.append(f"derived_from_tag={self.derived_from_tag.name}")
         return f"Dim({', '.join(args)})"
 
     def written_description(self) -> Optional[str]:
@@ -120,7 +286,52 @@ class DimRef(CodeWrapper):
         """The refs this one is defined from, which the prolog must define first."""
         if self.copy_of is not None:
             return (self.copy_of,)
-        return tuple(x for x in self.inputs if isinstance(x, DimRef))
+        if self.op is not None:
+            return tuple(x for x in self.inputs if isinstance(x, DimRef))
+        return tuple(x for x in (self.bounded_by, self.derived_from_tag) if x is not None)
+
+
+def derived_shape(ref: DimRef, shapes: Optional[dict[int, tuple]] = None) -> tuple[Optional[str], Optional[int]]:
+    """(kind, size) of ``ref`` as RETURNN makes them: a derived dim's from its operands (``_math_get_dim_via_bin_op``:
+    a batch operand makes it spatial, else a feature operand feature, else spatial; the size by :data:`OP_SIZE` if
+    all operands are static), a copy's size from its base. Computed bottom-up without recursion, so that chains of
+    thousands of derived dims work. ``shapes`` (by id) is kept by a caller that asks for many dims while none of
+    them changes (the hash); else each call sees the fields as they are now."""
+    shapes = {} if shapes is None else shapes
+    stack = [ref]
+    expanding: set[int] = set()  # the dims whose sources are being computed: a source among them is a cycle
+    while stack:
+        top = stack[-1]
+        if id(top) in shapes:
+            stack.pop()
+            continue
+        sources = (top.copy_of,) if top.copy_of is not None else top.inputs if top.op is not None else ()
+        if not sources:  # a plain dim (``ref`` itself)
+            shapes[id(top)] = (top._kind, top._size)
+            stack.pop()
+            continue
+        pending = [x for x in sources if _is_ref(x) and id(x) not in shapes and (x.op or x.copy_of) is not None]
+        if pending and id(top) not in expanding:
+            if any(id(x) in expanding for x in pending):
+                raise SerializationError(f"DimRef {top.name!r} is derived from itself")
+            expanding.add(id(top))
+            stack.extend(pending)
+            continue
+        stack.pop()
+        expanding.discard(id(top))
+        operands = [shapes.get(id(x), (x._kind, x._size)) if _is_ref(x) else (None, x) for x in sources]
+        if top.copy_of is not None:
+            shapes[id(top)] = (top._kind, operands[0][1])
+            continue
+        kinds = {kind for kind, _ in operands}
+        kind = "spatial" if "batch" in kinds or "feature" not in kinds else "feature"
+        sizes = [size for _, size in operands]
+        try:
+            size = None if None in sizes else OP_SIZE[top.op](*sizes)
+        except ZeroDivisionError:
+            raise SerializationError(f"DimRef {top.name!r}: {top.definition()} divides by zero") from None
+        shapes[id(top)] = (kind, size)
+    return shapes[id(ref)]
 
 
 def _operand_code(operand: Operand) -> str:

@@ -99,6 +99,23 @@ def _build(spec: tuple, dims: list[Any], description: str) -> Any:
     return None if result.is_constant_static_dim() else result
 
 
+#: Where a part (extern_data, network) of a serializer comes from: the raw dicts, or the dicts of one of two
+#: serializers converted from the same raw dims (the second also through a pickle round trip). Parts of one origin
+#: mixed must still be one dim each (issue #11, finding 5).
+PART_SOURCES = ("raw", "first", "second", "second pickled")
+
+
+def part_sources() -> st.SearchStrategy:
+    """(source of extern_data, source of network), see :data:`PART_SOURCES`."""
+    return st.tuples(st.sampled_from(PART_SOURCES), st.sampled_from(PART_SOURCES))
+
+
+def size_edits(old) -> st.SearchStrategy:
+    """A new static size (or dynamic) for a plain dim edited after conversion, other than ``old``: the sizes of the dims
+    derived from it must follow, in the hash and in the code (issue #11, finding 8)."""
+    return st.sampled_from([size for size in (None, 1, 3, 64) if size != old])
+
+
 def leaves(dim_count: int) -> st.SearchStrategy:
     """Plain values of every kind a net dict holds, and references to dims by index."""
     return st.one_of(

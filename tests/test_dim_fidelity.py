@@ -1,0 +1,214 @@
+"""Everything RETURNN acts on in a dim is written and hashed, or refused (issue #11): dim attributes, derived dims'
+size and kind, dims of one origin from several serializers, DimRef fields, and long chains of derived dims."""
+
+from __future__ import annotations
+
+import pickle
+
+import numpy
+import pytest
+from returnn.tensor import Dim, Tensor, batch_dim
+from returnn.tensor._dim_extra import Op
+
+from i6_rc_jobs import ReturnnCommonSerializer, SerializationError
+from i6_rc_jobs.hashing.sis_hash import canonical_form
+from i6_rc_jobs.serialization.refs import DimRef
+
+
+def load(code: str) -> dict:
+    namespace: dict = {}
+    exec(compile(code, "config.py", "exec"), namespace)
+    return namespace
+
+
+def _hash(network: dict) -> bytes:
+    return ReturnnCommonSerializer(network=network)._sis_hash()
+
+
+def _time() -> Dim:
+    return Dim(None, description="time", kind=Dim.Types.Spatial)
+
+
+# (2) Dim attributes: each is written and hashed.
+
+ATTRIBUTES = {
+    "bounded_by": lambda time: Dim(None, description="x", bounded_by=time),
+    "derived_from_tag": lambda time: Dim(None, description="x", derived_from_tag=time),
+    "undefined": lambda time: Dim(None, description="x", undefined=True),
+    "capacity": lambda time: Dim(5, description="x", capacity=8),
+}
+WITHOUT = {"capacity": lambda time: Dim(5, description="x")}
+
+
+@pytest.mark.parametrize("attribute", sorted(ATTRIBUTES))
+def test_dim_attribute_is_written_and_hashed(attribute):
+    time = _time()
+    with_it = ATTRIBUTES[attribute](time)
+    without = WITHOUT.get(attribute, lambda t: Dim(None, description="x"))(time)
+    network = {"a": {"out_dim": with_it, "time": time}}
+    assert _hash(network) != _hash({"a": {"out_dim": without, "time": time}})
+    loaded = load(ReturnnCommonSerializer(network=network).get())["network"]["a"]
+    dim, loaded_time = loaded["out_dim"], loaded["time"]
+    expected = {"bounded_by": loaded_time, "derived_from_tag": loaded_time, "undefined": True, "capacity": 8}
+    actual = {
+        "bounded_by": dim._extra and dim._extra.bounded_by,
+        "derived_from_tag": dim.derived_from_tag,
+        "undefined": dim.undefined,
+        "capacity": dim.capacity,
+    }
+    assert actual[attribute] is expected[attribute] or actual[attribute] == expected[attribute]
+
+
+def test_bounded_by_gives_the_capacity_returnn_derives():
+    time = _time()
+    loaded = load(ReturnnCommonSerializer(network={"a": {"b": Dim(None, description="b", bounded_by=time)}}).get())
+    loaded["time_dim"].capacity = 50  # declared later: RETURNN resolves the bound lazily
+    assert loaded["network"]["a"]["b"]._derived_capacity() == 50
+
+
+def test_dyn_size_ext_with_sizes_is_refused_with_its_path():
+    time = _time()
+    time.dyn_size_ext = Tensor("sizes", dims=[batch_dim], dtype="int32", raw_tensor=numpy.array([3, 4], "int32"))
+    with pytest.raises(SerializationError, match=r"^network\['a'\]\['t'\]: .*sizes of one batch"):
+        ReturnnCommonSerializer(network={"a": {"t": time}})
+
+
+def test_dyn_size_ext_template_is_returnn_s_own_and_not_hashed():
+    """The template RETURNN makes for a dynamic dim used in a Tensor (real returnn_common dims have it) holds no sizes:
+    RETURNN makes it again when it builds the net."""
+    time, plain = _time(), _time()
+    time.dyn_size_ext = Tensor("sizes", dims=[batch_dim], dtype="int32")
+    assert _hash({"a": {"t": time}}) == _hash({"a": {"t": plain}})
+
+
+# (8) A derived dim's size and kind follow from its op and inputs, as in RETURNN.
+
+OPS = {
+    "a + b": lambda a, b, f: a + b,
+    "2 * a": lambda a, b, f: 2 * a,
+    "a.ceildiv_right(2)": lambda a, b, f: a.ceildiv_right(2),
+    "a // 3": lambda a, b, f: a // 3,
+    "a.div_left(2)": lambda a, b, f: f.div_left(2),
+    "f + a": lambda a, b, f: f + a,
+    "a + batch": lambda a, b, f: a + batch_dim,
+    "(a + f) * 2": lambda a, b, f: (a + f) * 2,
+}
+
+
+@pytest.mark.parametrize("op", sorted(OPS))
+def test_derived_size_and_kind_follow_the_inputs_as_in_returnn(op):
+    a, b = Dim(7, description="a", kind=Dim.Types.Spatial), Dim(None, description="b")
+    feat = Dim(12, description="f", kind=Dim.Types.Feature)
+    derived = OPS[op](a, b, feat)
+    ser = ReturnnCommonSerializer(network={"x": {"out_dim": derived, "a": a, "f": feat}})
+    ref = ser.network["x"]["out_dim"]
+    assert (ref.kind, ref.size) == (derived.kind.name, derived.dimension)
+    with pytest.raises(SerializationError, match="size cannot be set on a derived dim"):
+        ref.size = 3
+    with pytest.raises(SerializationError, match="kind cannot be set on a derived dim"):
+        ref.kind = "batch"
+    ser.network["x"]["a"].size, ser.network["x"]["f"].size = 10, 20  # the bases, edited
+    canonicalizer, _ = canonical_form(ser)
+    hashed = canonicalizer.definitions[canonicalizer.index[id(ref)]]
+    loaded = load(ser.get())["network"]["x"]["out_dim"]
+    size = "?" if loaded.dimension is None else loaded.dimension
+    assert hashed.startswith(f"{loaded.kind.name} {size} = "), (hashed, loaded)
+    assert (ref.kind, ref.size) == (loaded.kind.name, loaded.dimension)
+
+
+# (5) DimRefs of one origin (raw, or from several serializers) are one dim.
+
+
+def _model():
+    time, feat = _time(), Dim(5, description="feat", kind=Dim.Types.Feature)
+    extern_data = {"data": {"dim_tags": [batch_dim, time, feat]}}
+    network = {"out": {"class": "linear", "out_dim": feat.copy(match_priority=1), "from": "data", "t": time // 2}}
+    return extern_data, network
+
+
+def _assert_one_dim(code: str) -> None:
+    loaded = load(code)
+    _, time, feat = loaded["extern_data"]["data"]["dim_tags"]
+    out = loaded["network"]["out"]
+    assert out["out_dim"].get_same_base() is feat and out["out_dim"] == feat
+    assert out["t"].derived_from_op.inputs[0] is time
+
+
+def test_dims_of_one_origin_from_two_serializers_are_one_dim():
+    extern_data, network = _model()
+    one = ReturnnCommonSerializer(extern_data=extern_data, network=network)
+    two = ReturnnCommonSerializer(extern_data=extern_data, network=network)
+    _assert_one_dim(ReturnnCommonSerializer(extern_data=one.extern_data, network=two.network).get())
+    _assert_one_dim(ReturnnCommonSerializer(extern_data=one.extern_data, network=network).get())
+    two_again = pickle.loads(pickle.dumps(two))  # the origin survives pickling
+    _assert_one_dim(ReturnnCommonSerializer(extern_data=extern_data, network=two_again.network).get())
+    mixed = ReturnnCommonSerializer(extern_data=one.extern_data, network=two.network)
+    assert mixed._sis_hash() == one._sis_hash()
+
+
+def test_dims_of_one_origin_that_differ_after_edits_are_refused_with_the_path():
+    extern_data, network = _model()
+    one = ReturnnCommonSerializer(extern_data=extern_data, network=network)
+    one.extern_data["data"]["dim_tags"][2].size = 6
+    with pytest.raises(SerializationError, match=r"^network\['out'\]\['out_dim'\]: .*stem from one RETURNN dim"):
+        ReturnnCommonSerializer(extern_data=one.extern_data, network=network)
+
+
+# (11) DimRef fields are checked where data enters.
+
+
+@pytest.mark.parametrize(
+    "field, value",
+    [("match_priority", "1"), ("kind", "Dim.Types.Feature"), ("capacity", "8"), ("size", "5"), ("size", True)],
+)
+def test_dim_ref_fields_are_checked_on_construction_and_assignment(field, value):
+    with pytest.raises(SerializationError, match=rf"^<root>: DimRef 'x_dim': {field} = .* must be"):
+        DimRef("x_dim", **{field: value})
+    ref = DimRef("x_dim")
+    with pytest.raises(SerializationError, match=rf"^<root>: DimRef 'x_dim': {field} = .* must be"):
+        setattr(ref, field, value)
+    with pytest.raises(SerializationError, match="must be an identifier"):
+        DimRef("x_dim + 1")
+
+
+# (13) Long chains of derived dims.
+
+
+def test_thousands_of_chained_derived_dims_convert_write_and_hash():
+    one = Dim(1, description="one")
+    dims = [Dim(4, description="d0")]
+    for i in range(1, 3000):  # built as RETURNN's dim math does, without its (slow) search for equal dims
+        op = Op("add", [dims[-1], one])
+        dims.append(Dim(i + 4, description=f"d{i}", derived_from_op=op, kind=Dim.Types.Spatial))
+    ser = ReturnnCommonSerializer(network={"a": {"out_dim": dims[-1]}})
+    ref = ser.network["a"]["out_dim"]
+    assert ref.size == 3003 and ref.kind == "spatial"
+    code = ser.get()
+    assert "d2999_dim = d2998_dim + one_dim" in code
+    assert ser._sis_hash() != ReturnnCommonSerializer(network={"a": {"out_dim": dims[-2]}})._sis_hash()
+    again = ReturnnCommonSerializer(network={"b": ser.network["a"]})  # DimRefs of a chain, adopted
+    assert again.get().count(" + one") == 2999
+
+
+def test_dim_refs_edited_into_a_cycle_are_refused():
+    ser = ReturnnCommonSerializer(network={"a": {"out_dim": Dim(4, description="a") * 2}})
+    derived = ser.network["a"]["out_dim"]
+    base = DimRef("b_dim", op="add", inputs=(derived, 1))
+    derived.inputs = (base, 2)
+    with pytest.raises(SerializationError, match=r"^network\['a'\]\['out_dim'\]: DimRef '.*' is derived from itself"):
+        ReturnnCommonSerializer(network=ser.network)
+    with pytest.raises(SerializationError, match="is derived from itself"):
+        ser._sis_hash()
+    with pytest.raises(SerializationError, match="is derived from itself"):
+        ser.get()
+    with pytest.raises(SerializationError, match="is derived from itself"):
+        derived.size
+
+
+def test_derived_dim_of_another_size_or_kind_than_its_op_gives_is_refused():
+    """A dim made with derived_from_op by hand, unlike RETURNN's dim math would make it: the written op would not
+    give it back."""
+    a = Dim(4, description="a", kind=Dim.Types.Spatial)
+    wrong = Dim(9, description="a+1", derived_from_op=Op("add", [a, Dim(1, description="one")]), kind=Dim.Types.Spatial)
+    with pytest.raises(SerializationError, match=r"^network\['x'\]: .*kind and size \('spatial', 9\) are not the"):
+        ReturnnCommonSerializer(network={"x": wrong})
