@@ -8,7 +8,7 @@ import importlib
 from typing import Any
 
 _EXPORTS = {
-    "ReturnnCommonSerializer": "i6_rc_jobs.serialization.serializer",
+    "ReturnnCommonSerializer": "i6_rc_jobs.serializer",
     "SerializationError": "i6_rc_jobs.serialization.errors",
     "DimRef": "i6_rc_jobs.serialization.refs",
     "CreateConfigJob": "i6_rc_jobs.jobs.create_config",

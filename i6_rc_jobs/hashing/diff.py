@@ -13,7 +13,7 @@ from sisyphus.hash import sis_hash_helper
 from sisyphus.job import Job
 from sisyphus.job_path import AbstractPath
 
-from ..serialization.serializer import ReturnnCommonSerializer
+from ..serialization.serialized_net import SerializedNet
 from .canonical import Canonicalizer, DimToken, Tagged
 from .sis_hash import canonical_form
 
@@ -24,12 +24,12 @@ def explain(a: Any, b: Any, path: str = "") -> Iterator[str]:
         return
     if type(a) is not type(b):
         yield f"{path.rstrip('.')}: {_short(a)} -> {_short(b)}"
-    elif isinstance(a, ReturnnCommonSerializer) and a.hash_value is not None and b.hash_value is not None:
+    elif isinstance(a, SerializedNet) and a.hash_value is not None and b.hash_value is not None:
         yield from explain(a.hash_value, b.hash_value, _join(path, "hash_value."))
-    elif isinstance(a, ReturnnCommonSerializer) and (a.hash_value is not None or b.hash_value is not None):
+    elif isinstance(a, SerializedNet) and (a.hash_value is not None or b.hash_value is not None):
         how = ("its dicts", "hash_value") if a.hash_value is None else ("hash_value", "its dicts")
         yield f"{_join(path, 'hash_value')}: {a.hash_value!r} -> {b.hash_value!r} (hashed by {how[0]} -> by {how[1]})"
-    elif isinstance(a, ReturnnCommonSerializer):
+    elif isinstance(a, SerializedNet):
         if a.unhashed != b.unhashed:
             yield f"{_join(path, 'unhashed')}: {sorted(a.unhashed)} -> {sorted(b.unhashed)}"
         (canon_a, form_a), (canon_b, form_b) = canonical_form(a), canonical_form(b)

@@ -1,4 +1,4 @@
-"""The Sisyphus hash of a ReturnnCommonSerializer. A change of these bytes for an unchanged config is a decision:
+"""The Sisyphus hash of a ReturnnCommonSerializer (of its serialized net). A change of these bytes for an unchanged config is a decision:
 bump FORMAT_VERSION, update tests/golden/hashes.json and say why in CHANGELOG.md."""
 
 from __future__ import annotations
@@ -11,12 +11,12 @@ from sisyphus.hash import sis_hash_helper
 from .canonical import Canonicalizer, canonical
 
 if TYPE_CHECKING:
-    from ..serialization.serializer import ReturnnCommonSerializer
+    from ..serialization.serialized_net import SerializedNet
 
 FORMAT_VERSION = 1
 
 
-def split_sections(serializer: ReturnnCommonSerializer) -> tuple[list[tuple[str, Any]], list[tuple[str, Any]]]:
+def split_sections(serializer: SerializedNet) -> tuple[list[tuple[str, Any]], list[tuple[str, Any]]]:
     """The parts that count for the hash, and the others."""
     hashed, unhashed = [], []
     for name, value in serializer.sections():
@@ -24,13 +24,13 @@ def split_sections(serializer: ReturnnCommonSerializer) -> tuple[list[tuple[str,
     return hashed, unhashed
 
 
-def canonical_form(serializer: ReturnnCommonSerializer) -> tuple[Canonicalizer, dict[str, Any]]:
+def canonical_form(serializer: SerializedNet) -> tuple[Canonicalizer, dict[str, Any]]:
     """The canonicalizer (for dim definitions by index) and the canonical form of the hashed parts."""
     _, canonicalizer, form = canonical(*split_sections(serializer))
     return canonicalizer, form
 
 
-def serializer_sis_hash(serializer: ReturnnCommonSerializer) -> bytes:
+def serializer_sis_hash(serializer: SerializedNet) -> bytes:
     """Bytes for Sisyphus to splice into the hash of whatever holds the serializer (e.g. a ReturnnConfig)."""
     if serializer.hash_value is not None:
         return b"(ReturnnCommonSerializer, explicit, " + sis_hash_helper(serializer.hash_value) + b")"

@@ -11,21 +11,21 @@ from ..atomic_file import write_atomically
 from .errors import SerializationError, describe
 from .pycode import BUILTINS_CALLED
 from .refs import DimRef, MarkedRef
-from .serializer import ReturnnCommonSerializer
+from .serialized_net import SerializedNet
 from .values import key_step
 
 
-def serializers_in(returnn_config: ReturnnConfig) -> Iterator[ReturnnCommonSerializer]:
+def serializers_in(returnn_config: ReturnnConfig) -> Iterator[SerializedNet]:
     """The serializers in the config's python_prolog and python_epilog, which may nest them in lists and dicts."""
     yield from _serializers(returnn_config.python_prolog)
     yield from _serializers(returnn_config.python_epilog)
 
 
-def _serializers(item: Any) -> Iterator[ReturnnCommonSerializer]:
+def _serializers(item: Any) -> Iterator[SerializedNet]:
     stack: list[Any] = [item]
     while stack:
         item = stack.pop()
-        if isinstance(item, ReturnnCommonSerializer):
+        if isinstance(item, SerializedNet):
             yield item
         elif isinstance(item, (list, tuple)):
             stack.extend(reversed(item))
@@ -93,7 +93,7 @@ def _check_values(values: dict[str, Any], root: str, names: set[str], dims: dict
     stack: list[tuple[Any, str]] = [(value, root + key_step(key)) for key, value in values.items()]
     while stack:
         value, path = stack.pop()
-        if isinstance(value, ReturnnCommonSerializer):
+        if isinstance(value, SerializedNet):
             raise SerializationError(
                 f"{value!r} as a config value is written as a string: put it into python_prolog"
             ).at(path)
@@ -160,9 +160,7 @@ class CheckedReturnnConfig(ReturnnConfig):
                     kwargs[f"{part}_hash"] = _map_leaves(
                         code,
                         lambda x: (
-                            x
-                            if isinstance(x, ReturnnCommonSerializer)
-                            else unparse_python(x, allow_delayed_objects=False)
+                            x if isinstance(x, SerializedNet) else unparse_python(x, allow_delayed_objects=False)
                         ),
                     )
         super().__init__(config, *args, hash_full_python_code=hash_full_python_code, **kwargs)

@@ -1,4 +1,6 @@
-"""ReturnnCommonSerializer: a net dict (or staged net dicts) and extern_data, with dims as code references."""
+"""The data of a ReturnnCommonSerializer: a net dict (or staged net dicts) and extern_data with dims as code references,
+how it is shared between jobs, and its code. Its hash is :mod:`i6_rc_jobs.hashing`'s, joined in
+:class:`i6_rc_jobs.serializer.ReturnnCommonSerializer`."""
 
 from __future__ import annotations
 
@@ -31,10 +33,10 @@ def _returnn_common_nn(module: Any) -> ModuleType:
 def _part(name: str) -> property:
     """An attribute for one part; reading or setting it opens the serializer (see the class)."""
 
-    def get(self: ReturnnCommonSerializer) -> Any:
+    def get(self: SerializedNet) -> Any:
         return self._opened()[name]
 
-    def set_(self: ReturnnCommonSerializer, value: Any) -> None:
+    def set_(self: SerializedNet, value: Any) -> None:
         data = self._opened()
         _check_parts({**data, name: value})
         if value is not None:
@@ -62,7 +64,7 @@ def _check_parts(data: dict[str, Any]) -> None:
                 raise SerializationError(f"{describe(net)} is not a dict").at(f"staged_networks[{epoch}]")
 
 
-class ReturnnCommonSerializer(DelayedBase):
+class SerializedNet(DelayedBase):
     """Sits in an i6_core ``ReturnnConfig`` (``python_prolog=[...]`` or ``python_epilog=[...]``) and writes
     ``extern_data`` and ``network`` (or ``get_network`` for staged networks) with the code defining their dims.
 
@@ -126,7 +128,7 @@ class ReturnnCommonSerializer(DelayedBase):
         self._computed: dict[tuple, Any] = {}  # valid while closed; shared with the serializers sharing the dicts
 
     @classmethod
-    def from_returnn_common(cls, root_module) -> ReturnnCommonSerializer:
+    def from_returnn_common(cls, root_module) -> SerializedNet:
         """From the current returnn_common root name context: its extern_data and the net dict of ``root_module``
         (what ``nn.get_returnn_config()`` would serialize), taken as raw dicts with the real dims. The returnn_common
         is the one ``root_module`` was built with: the installed one, or a version imported with
@@ -165,14 +167,14 @@ class ReturnnCommonSerializer(DelayedBase):
             self._computed[key] = compute()
         return self._computed[key]
 
-    def __copy__(self) -> ReturnnCommonSerializer:
+    def __copy__(self) -> SerializedNet:
         twin = object.__new__(type(self))
         twin.__dict__.update(self.__dict__)
         if not self._open:
             self._shared = twin._shared = True
         return twin
 
-    def __deepcopy__(self, memo: dict) -> ReturnnCommonSerializer:
+    def __deepcopy__(self, memo: dict) -> SerializedNet:
         """Sisyphus deep-copies every job's arguments: a closed serializer's copy shares its dicts and what was
         computed from them (O(1), no memory); an open one's dicts are copied (see :mod:`.copying`), and the copy is
         closed."""
@@ -214,17 +216,10 @@ class ReturnnCommonSerializer(DelayedBase):
     def is_set(self) -> bool:
         return True
 
-    def _sis_hash(self) -> bytes:
-        from ..hashing.sis_hash import serializer_sis_hash
-
-        if self.hash_value is not None:
-            return serializer_sis_hash(self)
-        return self._once(("sis_hash", frozenset(self.unhashed)), lambda: serializer_sis_hash(self))
-
     def __sis_state__(self) -> dict[str, Any]:
         """What Sisyphus looks into to find a job's inputs (``tools.extract_paths``, twice for every new job): the
         Sisyphus values (paths, variables, delayed ops) in the dicts, instead of the whole dicts. (The hash is
-        ``_sis_hash``.)"""
+        ``_sis_hash``, the subclass's.)"""
         values = self._once(("sisyphus_values",), lambda: sisyphus_values(self.sections()))
         return {"sisyphus_values": values, "hash_value": self.hash_value}
 
@@ -287,4 +282,4 @@ class ReturnnCommonSerializer(DelayedBase):
 
     def __repr__(self) -> str:
         parts = [name for name in PARTS if self._data[name] is not None]
-        return f"<ReturnnCommonSerializer with {', '.join(parts) or 'nothing'}>"
+        return f"<{type(self).__name__} with {', '.join(parts) or 'nothing'}>"
