@@ -108,8 +108,10 @@ def _fix_layer_state(nn: types.ModuleType) -> None:
 
 def _fix_gating(nn: types.ModuleType) -> None:
     """Fix 3 (see the module): ``nn.gating`` with the halves of ``axis.div_left(2)``, as RETURNN's ``rf.gating``."""
-    defaults = inspect.signature(nn.gating).parameters
+    original = nn.gating
+    defaults = inspect.signature(original).parameters
 
+    @functools.wraps(original)  # its name: returnn_common names the layers of a function after it
     def gating(
         x: Any,
         *,
@@ -122,5 +124,4 @@ def _fix_gating(nn: types.ModuleType) -> None:
         a, b = nn.split(x, axis=axis, out_dims=[axis.div_left(2)] * 2)
         return act_func(a) * gate_func(b)
 
-    gating.__doc__ = nn.gating.__doc__
     nn.gating = nn.math_.gating = gating

@@ -24,7 +24,15 @@ from i6_rc_jobs import rc_compat
 
 nn = rc_compat.apply(nn)
 
-__all__ = ["transformer", "lstm_stack", "conv_downsampling", "enc_dec_loop", "task12ax_lstm", "ALL_BUILDERS"]
+__all__ = [
+    "transformer",
+    "lstm_stack",
+    "conv_downsampling",
+    "enc_dec_loop",
+    "task12ax_lstm",
+    "ALL_BUILDERS",
+    "construct",
+]
 
 RawDicts = tuple[dict[str, Any], dict[str, Any]]
 
@@ -212,3 +220,14 @@ ALL_BUILDERS = {
     "enc_dec_loop": enc_dec_loop,
     "task12ax_lstm": task12ax_lstm,
 }
+
+
+def construct(extern_data: dict[str, Any], network: dict[str, Any], epochs=(1,)) -> dict[int, list[str]]:
+    """RETURNN (TF graph mode) constructs the network: epoch -> names of the layers it made."""
+    from returnn.config import Config
+
+    from i6_rc_jobs.returnn_check import construct_networks_from_config
+
+    config = Config()
+    config.update({"extern_data": extern_data, "network": network, "behavior_version": nn.min_returnn_behavior_version})
+    return construct_networks_from_config(config, epochs)

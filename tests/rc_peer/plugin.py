@@ -12,7 +12,8 @@ what we change, injected here and nowhere else (``python -m pytest -p tests.rc_p
   applying.
 
 ``--rc-peer-report=PATH`` writes a JSON report: per test its outcome, the first line of its failure and how many
-configs our serializer wrote for it.
+configs our serializer wrote for it; rewritten as each test starts and ends, so that a test which kills the process
+(TF aborts in C++) stays in it as ``crashed``.
 """
 
 from __future__ import annotations
@@ -36,8 +37,9 @@ NOT_OURS = "config code not written by i6_rc_jobs's ReturnnCommonSerializer: the
 class _State:
     """What this process records: the configs our serializer wrote, per test and in all."""
 
-    def __init__(self, mode: str):
+    def __init__(self, mode: str, report_path: str | None):
         self.mode = mode
+        self.report_path = report_path
         self.ours_codes: set[str] = set()
         self.written_for_test = 0
         self.results: dict[str, dict[str, Any]] = {}
@@ -54,7 +56,7 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 
 def pytest_configure(config: pytest.Config) -> None:
     global _state
-    _state = _State(config.getoption("--rc-serializer"))
+    _state = _State(config.getoption("--rc-serializer"), config.getoption("--rc-peer-report"))
     nn = rc_compat.apply(importlib.import_module("returnn_common.nn"))
     helpers = importlib.import_module("returnn_common.tests.returnn_helpers")
     helpers.config_net_dict_via_serialized = _checked(_with_fix(helpers.config_net_dict_via_serialized, *HELPER_FIX))
@@ -98,12 +100,16 @@ def _our_complete_py_code_str(self: Any, root_module: Any) -> str:
     return code
 
 
-def pytest_runtest_setup(item: pytest.Item) -> None:
+def pytest_runtest_logstart(nodeid: str) -> None:
     _state.written_for_test = 0
+    _state.results[nodeid] = {"outcome": "crashed", "message": "the test process died in this test"}
+    _write_report()
 
 
 def pytest_runtest_logreport(report: pytest.TestReport) -> None:
-    result = _state.results.setdefault(report.nodeid, {"outcome": "passed", "message": ""})
+    result = _state.results[report.nodeid]
+    if report.when == "setup":
+        result.update(outcome="passed", message="")
     if report.failed and result["outcome"] == "passed":
         result["outcome"] = "failed" if report.when == "call" else "error"
         result["message"] = _first_line(report)
@@ -111,11 +117,13 @@ def pytest_runtest_logreport(report: pytest.TestReport) -> None:
         result["outcome"] = "skipped"
     if report.when == "teardown":
         result["ours_serializations"] = _state.written_for_test
+        _write_report()
 
 
 def pytest_collectreport(report: pytest.CollectReport) -> None:
     if report.failed:
         _state.results[report.nodeid] = {"outcome": "error", "message": _first_line(report)}
+        _write_report()
 
 
 def _first_line(report: pytest.TestReport | pytest.CollectReport) -> str:
@@ -125,8 +133,7 @@ def _first_line(report: pytest.TestReport | pytest.CollectReport) -> str:
     return (text.strip().splitlines() or [""])[0]
 
 
-def pytest_sessionfinish(session: pytest.Session) -> None:
-    path = session.config.getoption("--rc-peer-report")
-    if path:
-        with open(path, "w") as file:
+def _write_report() -> None:
+    if _state.report_path:
+        with open(_state.report_path, "w") as file:
             json.dump({"mode": _state.mode, "tests": _state.results}, file, indent=1, sort_keys=True)
