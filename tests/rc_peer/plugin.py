@@ -107,14 +107,15 @@ def pytest_runtest_logstart(nodeid: str) -> None:
 
 
 def pytest_runtest_logreport(report: pytest.TestReport) -> None:
+    """The first failure or skip decides the outcome; a test that reaches its teardown without either passed."""
     result = _state.results[report.nodeid]
-    if report.when == "setup":
-        result.update(outcome="passed", message="")
-    if report.failed and result["outcome"] == "passed":
-        result["outcome"] = "failed" if report.when == "call" else "error"
-        result["message"] = _first_line(report)
-    elif report.skipped and report.when != "teardown":
-        result["outcome"] = "skipped"
+    if result["outcome"] == "crashed":
+        if report.failed:
+            result.update(outcome="failed" if report.when == "call" else "error", message=_first_line(report))
+        elif report.skipped:
+            result.update(outcome="skipped", message=_first_line(report))
+        elif report.when == "teardown":
+            result.update(outcome="passed", message="")
     if report.when == "teardown":
         result["ours_serializations"] = _state.written_for_test
         _write_report()
@@ -128,6 +129,8 @@ def pytest_collectreport(report: pytest.CollectReport) -> None:
 
 def _first_line(report: pytest.TestReport | pytest.CollectReport) -> str:
     """The first line of the failure: the exception and its message, e.g. ``KeyError: 'FeatureDim'``."""
+    if isinstance(report.longrepr, tuple):  # a skip: (path, line number, reason)
+        return report.longrepr[2]
     crash = getattr(report.longrepr, "reprcrash", None)
     text = crash.message if crash is not None else str(report.longrepr).strip().splitlines()[-1]
     return (text.strip().splitlines() or [""])[0]
