@@ -1,4 +1,4 @@
-"""Lets the pinned returnn_common (f7ad63a, 2023-07) build its models with the pinned RETURNN and newer ones.
+"""Lets the pinned returnn_common (f7ad63a) build its models with the pinned RETURNN (b46ff5f0f) and newer ones.
 
 Call :func:`apply` once with the returnn_common ``nn`` package, before building::
 
@@ -7,10 +7,9 @@ Call :func:`apply` once with the returnn_common ``nn`` package, before building:
 
     nn = rc_compat.apply(nn)  # the installed returnn_common, or a versioned import of it
 
-Nothing is patched on import. Each fix checks that the incompatibility is there and otherwise leaves returnn_common
-alone, so applying it to a returnn_common (or with a RETURNN / dm-tree) that does not need it changes nothing. The
-fixes change how returnn_common builds, not the net dicts it builds: the same model, as returnn_common made it with
-the RETURNN of its time.
+Nothing is patched on import. Fix 1 is made only with a RETURNN that needs it; fixes 2 and 3 leave returnn_common's
+behaviour unchanged where it worked before. They change how returnn_common builds, not the net dicts it builds: the
+same model, as returnn_common made it with the RETURNN of its time.
 
 1. ``nn.Loop`` and ``nn.Cond``: RETURNN 059fc8a6b (2023-08-18, "ControlFlowContext identifier, cond-true,
    cond-false") made ``identifier`` a required argument of ``ControlFlowContext`` and split ``Types.Cond`` into
