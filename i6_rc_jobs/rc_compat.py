@@ -7,9 +7,10 @@ Call :func:`apply` once with the returnn_common ``nn`` package, before building:
 
     nn = rc_compat.apply(nn)  # the installed returnn_common, or a versioned import of it
 
-Nothing is patched on import. Fix 1 is made only with a RETURNN that needs it; fixes 2 and 3 leave returnn_common's
-behaviour unchanged where it worked before. They change how returnn_common builds, not the net dicts it builds: the
-same model, as returnn_common made it with the RETURNN of its time.
+Nothing is patched on import. Fix 1 is made only with a RETURNN that needs it; fix 2 changes nothing where
+``LayerState`` worked before. Fixes 1 and 2 change how returnn_common builds, not the net dicts it builds. Fix 3
+changes the dims ``nn.gating`` splits into (the same size, derived by dividing on the left): for the ``2 * model`` of
+the Conformer that is ``model`` again, the net dict returnn_common built with the RETURNN of its time.
 
 1. ``nn.Loop`` and ``nn.Cond``: RETURNN 059fc8a6b (2023-08-18, "ControlFlowContext identifier, cond-true,
    cond-false") made ``identifier`` a required argument of ``ControlFlowContext`` and split ``Types.Cond`` into
