@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The whole test suite, as CI runs it: ./test.sh [extra pytest arguments]
 # Sets up (or checks) the pinned .venv and .deps first, runs pytest, then returnn_common's own test suite as our peer
-# test (tests/rc_peer/run.py, about 6 minutes; RC_PEER=0 skips it). Fails if either fails.
+# test (tests/rc_peer/run.py, 3 to 5 minutes on 2 CPUs; RC_PEER=0 skips it). Fails if either fails.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")"
 ./setup.sh
