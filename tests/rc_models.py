@@ -10,79 +10,31 @@ serialization and hashing must cope with exactly these objects; hand-written dic
 Every builder starts from ``nn.reset_default_root_name_ctx()``, so builders are independent of each other and
 every call makes fresh Dim objects. returnn_common prints debug lines on stdout while building.
 
-The pinned returnn_common (f7ad63a) is older than the pinned RETURNN; :func:`_rc_compat` holds the two minimal
-workarounds needed to build models with ``nn.Loop`` (documented there). They only change how returnn_common
-builds, not the model.
+The pinned returnn_common (f7ad63a) is older than the pinned RETURNN: :func:`i6_rc_jobs.rc_compat.apply` makes it
+build its models with it (``nn.Loop``, ``nn.LayerState``); it changes how returnn_common builds, not the model.
 """
 
 from __future__ import annotations
 
-import contextlib
-import importlib
-import types
-from typing import Any, Iterator
+from typing import Any
 
-# `from returnn_common import nn` gives a lazy-loader proxy; the real module is needed to patch it (see _rc_compat).
-nn = importlib.import_module("returnn_common.nn")
+from returnn_common import nn
 
-__all__ = ["transformer", "lstm_stack", "conv_downsampling", "enc_dec_loop", "task12ax_lstm", "ALL_BUILDERS"]
+from i6_rc_jobs import rc_compat
+
+nn = rc_compat.apply(nn)
+
+__all__ = [
+    "transformer",
+    "lstm_stack",
+    "conv_downsampling",
+    "enc_dec_loop",
+    "task12ax_lstm",
+    "ALL_BUILDERS",
+    "construct",
+]
 
 RawDicts = tuple[dict[str, Any], dict[str, Any]]
-
-
-@contextlib.contextmanager
-def _rc_compat() -> Iterator[None]:
-    """
-    Workarounds for two real incompatibilities of the pinned returnn_common with the pinned RETURNN / dm-tree.
-    Active only while a builder runs; everything is restored afterwards.
-
-    1. RETURNN (commit 059fc8a6b "ControlFlowContext identifier, cond-true, cond-false") made ``identifier`` a
-       required argument of ``ControlFlowContext.__init__``; returnn_common's ``nn.Loop.__init__`` does not pass it::
-
-         TypeError: ControlFlowContext.__init__() missing 1 required keyword-only argument: 'identifier'
-
-       Fix: ``nn.ControlFlowContext`` (as looked up by returnn_common) becomes a factory which passes the absolute
-       name of the current name context as identifier, as RETURNN's own ``returnn/tf/frontend_layers/loop.py`` does.
-       It returns RETURNN's real ``ControlFlowContext``, so no foreign class ends up in the dims. RETURNN only
-       stores the identifier.
-
-    2. dm-tree 0.1.10 rebuilds a dict subclass as ``type(instance)(<generator of (key, value)>)``.
-       ``nn.LayerState.__init__`` treats a single non-dict positional argument as the value of one key ``state``,
-       so every ``tree.map_structure`` over a loop state turns ``LayerState(target=..., decoder=...)`` into
-       ``LayerState(state=<generator>)``; ``nn.Loop`` then fails in ``_LoopStateHolder.get``::
-
-         assert isinstance(name_ctx, nn.NameCtx)
-         AssertionError
-
-       Fix: ``LayerState.__init__`` first turns a generator argument into a dict.
-    """
-    from returnn.tensor import ControlFlowContext
-
-    class _ControlFlowContextWithIdentifier:
-        """Stands in for the class where returnn_common calls it; creates RETURNN's real ControlFlowContext."""
-
-        Types = ControlFlowContext.Types
-
-        def __call__(self, *, kind: str, outer_ctx: Any = None, identifier: str | None = None) -> ControlFlowContext:
-            if identifier is None:
-                identifier = nn.NameCtx.current_ctx().get_abs_name()
-            return ControlFlowContext(kind=kind, outer_ctx=outer_ctx, identifier=identifier)
-
-    orig_layer_state_init = nn.LayerState.__init__
-
-    def _layer_state_init(self: Any, *args: Any, **kwargs: Any) -> None:
-        if len(args) == 1 and not kwargs and isinstance(args[0], types.GeneratorType):
-            args = (dict(args[0]),)
-        orig_layer_state_init(self, *args, **kwargs)
-
-    orig_ctx_cls = nn.ControlFlowContext
-    nn.ControlFlowContext = _ControlFlowContextWithIdentifier()
-    nn.LayerState.__init__ = _layer_state_init
-    try:
-        yield
-    finally:
-        nn.ControlFlowContext = orig_ctx_cls
-        nn.LayerState.__init__ = orig_layer_state_init
 
 
 def _raw_dicts(root: nn.Module) -> RawDicts:
@@ -116,12 +68,11 @@ def transformer(num_layers: int = 2, model_dim: int = 64) -> RawDicts:
         num_encoder_layers=num_layers,
         num_decoder_layers=num_layers,
     )
-    with _rc_compat():
-        _, logits, _, _ = model(data, source_spatial_axis=time_dim, target=targets, target_spatial_axis=out_time_dim)
-        loss = nn.cross_entropy(target=targets, estimated=logits, estimated_type="logits", axis=target_dim)
-        loss.mark_as_loss("ce")
-        logits.mark_as_default_output()
-        return _raw_dicts(model)
+    _, logits, _, _ = model(data, source_spatial_axis=time_dim, target=targets, target_spatial_axis=out_time_dim)
+    loss = nn.cross_entropy(target=targets, estimated=logits, estimated_type="logits", axis=target_dim)
+    loss.mark_as_loss("ce")
+    logits.mark_as_default_output()
+    return _raw_dicts(model)
 
 
 class _LstmStack(_Model):
@@ -247,12 +198,11 @@ def enc_dec_loop() -> RawDicts:
         nn.Data("classes", dim_tags=[nn.batch_dim, out_time_dim], sparse_dim=target_dim, dtype="int32")
     )
     model = _EncDec(in_feat, target_dim)
-    with _rc_compat():
-        logits = model(data, targets, spatial_dim=time_dim, target_spatial_dim=out_time_dim)
-        logits.mark_as_default_output()
-        loss = nn.cross_entropy(target=targets, estimated=logits, estimated_type="logits", axis=target_dim)
-        loss.mark_as_loss("ce")
-        return _raw_dicts(model)
+    logits = model(data, targets, spatial_dim=time_dim, target_spatial_dim=out_time_dim)
+    logits.mark_as_default_output()
+    loss = nn.cross_entropy(target=targets, estimated=logits, estimated_type="logits", axis=target_dim)
+    loss.mark_as_loss("ce")
+    return _raw_dicts(model)
 
 
 def task12ax_lstm() -> RawDicts:
@@ -270,3 +220,14 @@ ALL_BUILDERS = {
     "enc_dec_loop": enc_dec_loop,
     "task12ax_lstm": task12ax_lstm,
 }
+
+
+def construct(extern_data: dict[str, Any], network: dict[str, Any], epochs=(1,)) -> dict[int, list[str]]:
+    """RETURNN (TF graph mode) constructs the network: epoch -> names of the layers it made."""
+    from returnn.config import Config
+
+    from i6_rc_jobs.returnn_check import construct_networks_from_config
+
+    config = Config()
+    config.update({"extern_data": extern_data, "network": network, "behavior_version": nn.min_returnn_behavior_version})
+    return construct_networks_from_config(config, epochs)

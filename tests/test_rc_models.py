@@ -45,15 +45,6 @@ def built() -> dict[str, tuple[dict, dict]]:
     return {name: builder() for name, builder in rc_models.ALL_BUILDERS.items()}
 
 
-def _construct(extern_data: dict, network: dict, epochs=(1,)) -> dict[int, list[str]]:
-    from returnn.config import Config
-    from returnn_common import nn
-
-    config = Config()
-    config.update({"extern_data": extern_data, "network": network, "behavior_version": nn.min_returnn_behavior_version})
-    return construct_networks_from_config(config, epochs)
-
-
 @pytest.mark.parametrize("name", list(rc_models.ALL_BUILDERS))
 def test_model_has_real_dims_and_constructs(built, name: str):
     from returnn.tensor import batch_dim
@@ -66,7 +57,7 @@ def test_model_has_real_dims_and_constructs(built, name: str):
     # The net dict itself refers to the extern data dims by identity, not by copies.
     assert any(id(d) in _dims(network, {}) for d in data_dims[1:])
 
-    layers = _construct(extern_data, network)[1]
+    layers = rc_models.construct(extern_data, network)[1]
     assert "output" in layers
     if name != "conv_downsampling":  # a front-end without targets
         assert "ce" in layers

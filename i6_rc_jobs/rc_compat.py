@@ -1,0 +1,127 @@
+"""Lets the pinned returnn_common (f7ad63a) build its models with the pinned RETURNN (b46ff5f0f) and newer ones.
+
+Call :func:`apply` once with the returnn_common ``nn`` package, before building::
+
+    from returnn_common import nn
+    from i6_rc_jobs import rc_compat
+
+    nn = rc_compat.apply(nn)  # the installed returnn_common, or a versioned import of it
+
+Nothing is patched on import. Fix 1 is made only with a RETURNN that needs it; fix 2 changes nothing where
+``LayerState`` worked before. Fixes 1 and 2 change how returnn_common builds, not the net dicts it builds. Fix 3
+changes the dims ``nn.gating`` splits into (the same size, derived by dividing on the left): for the ``2 * model`` of
+the Conformer that is ``model`` again, the net dict returnn_common built with the RETURNN of its time.
+
+1. ``nn.Loop`` and ``nn.Cond``: RETURNN 059fc8a6b (2023-08-18, "ControlFlowContext identifier, cond-true,
+   cond-false") made ``identifier`` a required argument of ``ControlFlowContext`` and split ``Types.Cond`` into
+   ``CondTrue``/``CondFalse``. returnn_common still calls ``nn.ControlFlowContext(kind=..., outer_ctx=...)`` with
+   ``Types.Cond`` (``TypeError: ... missing 1 required keyword-only argument: 'identifier'``). ``nn.ControlFlowContext``
+   becomes a factory of RETURNN's real class which supplies the identifier RETURNN's own front end gives
+   (``returnn/tf/frontend_layers/loop.py``, ``cond.py``: the name of the enclosing layer for a loop, of the cond
+   layer for both branches of a cond), and ``nn.Cond`` marks its false branch ``CondFalse``.
+2. ``nn.LayerState`` under dm-tree 0.1.10: dm-tree rebuilds a dict subclass as ``type(d)(<generator of (key, value)>)``;
+   ``LayerState`` takes a single non-dict argument as the value of a key ``state``, so every ``tree.map_structure``
+   over a loop state turned ``LayerState(decoder=..., att=...)`` into ``LayerState(state=<generator>)`` and
+   ``nn.Loop`` failed (``assert isinstance(name_ctx, nn.NameCtx)``). ``LayerState`` now reads a generator as items.
+3. ``nn.gating`` (the GLU of ``nn.ConformerConvBlock``): it splits its ``2 * model`` input into two halves of
+   ``axis // 2``, and the Conformer takes the result as ``model`` (its depthwise conv has ``in_dim=model``). RETURNN
+   91d31d240 (2023-04-26, "Dim math simplify, merge divs", #1317) made ``(b * a) // b != a`` on purpose, so the
+   halves are ``2*model//2``, a dim of its own, and every Conformer failed
+   (``get_axis_from_description(Dim{F'model'(64)}) not found``). ``2 * a`` divided by 2 on its left is still ``a``;
+   RETURNN's own ``rf.gating`` (c1550d2b2, 2023-04-18) splits into ``axis.div_left(2)``, and now so does ``nn.gating``:
+   the net dict is again the one returnn_common built before that RETURNN change.
+"""
+
+from __future__ import annotations
+
+import functools
+import importlib
+import inspect
+import types
+from typing import Any, Optional
+
+__all__ = ["apply"]
+
+_APPLIED = "_i6_rc_jobs_rc_compat_applied"
+
+
+def apply(nn: types.ModuleType) -> types.ModuleType:
+    """Makes returnn_common's ``nn`` package (the one given: the installed one or a versioned import) work with the
+    installed RETURNN and dm-tree; idempotent. Returns the real package (``from returnn_common import nn`` gives a
+    lazy proxy, which loads it)."""
+    nn = importlib.import_module(nn.__name__)  # loads the package behind returnn_common's lazy proxy
+    if getattr(nn, _APPLIED, False):
+        return nn
+    _fix_control_flow_context(nn)
+    _fix_layer_state(nn)
+    _fix_gating(nn)
+    setattr(nn, _APPLIED, True)
+    return nn
+
+
+def _fix_control_flow_context(nn: types.ModuleType) -> None:
+    """Fix 1 (see the module): only with a RETURNN whose ``ControlFlowContext`` needs an identifier."""
+    real = nn.ControlFlowContext
+    if "identifier" not in inspect.signature(real.__init__).parameters:
+        return  # RETURNN before 059fc8a6b: returnn_common's calls fit
+
+    class Types(real.Types):
+        """RETURNN's kinds, plus the ``Cond`` that returnn_common uses for both branches (made CondFalse below)."""
+
+        Cond = real.Types.CondTrue
+
+    def control_flow_context(*, kind: str, outer_ctx: Any = None, identifier: Optional[str] = None) -> Any:
+        """RETURNN's ControlFlowContext; the identifier by default that of the current name context, as RETURNN's
+        own ``Loop`` gives it (``Cond`` sets its own, below)."""
+        if identifier is None:
+            identifier = nn.NameCtx.current_ctx().get_abs_name()
+        return real(kind=kind, outer_ctx=outer_ctx, identifier=identifier)
+
+    control_flow_context.Types = Types
+    nn.ControlFlowContext = control_flow_context
+
+    cond_init = nn.Cond.__init__
+
+    @functools.wraps(cond_init)
+    def init_cond(self: Any, *args: Any, **kwargs: Any) -> None:
+        cond_init(self, *args, **kwargs)
+        identifier = self.name_ctx.get_abs_name()
+        self.true_branch_control_flow_ctx.identifier = identifier
+        self.false_branch_control_flow_ctx.identifier = identifier
+        self.false_branch_control_flow_ctx.kind = real.Types.CondFalse
+
+    nn.Cond.__init__ = init_cond
+
+
+def _fix_layer_state(nn: types.ModuleType) -> None:
+    """Fix 2 (see the module)."""
+    layer_state_init = nn.LayerState.__init__
+
+    @functools.wraps(layer_state_init)
+    def init_layer_state(self: Any, *args: Any, **kwargs: Any) -> None:
+        if len(args) == 1 and not kwargs and isinstance(args[0], types.GeneratorType):
+            args = (dict(args[0]),)
+        layer_state_init(self, *args, **kwargs)
+
+    nn.LayerState.__init__ = init_layer_state
+
+
+def _fix_gating(nn: types.ModuleType) -> None:
+    """Fix 3 (see the module): ``nn.gating`` with the halves of ``axis.div_left(2)``, as RETURNN's ``rf.gating``."""
+    original = nn.gating
+    defaults = inspect.signature(original).parameters
+
+    @functools.wraps(original)  # its name: returnn_common names the layers of a function after it
+    def gating(
+        x: Any,
+        *,
+        axis: Any = None,
+        gate_func: Any = defaults["gate_func"].default,
+        act_func: Any = defaults["act_func"].default,
+    ) -> Any:
+        if axis is None:
+            axis = x.feature_dim
+        a, b = nn.split(x, axis=axis, out_dims=[axis.div_left(2)] * 2)
+        return act_func(a) * gate_func(b)
+
+    nn.gating = nn.math_.gating = gating
