@@ -16,6 +16,7 @@ import pytest
 
 from i6_rc_jobs.returnn_check import NetworkCheckError, construct_networks, construct_networks_from_config, main
 from tests import rc_models
+from tests.support.pins import REPO
 from tests.support.walk import distinct, leaves
 
 
@@ -207,7 +208,11 @@ def test_cli(tmp_path, capsys):
     good = _write(tmp_path, "good.py", _CONFIG + _NETWORK)
     assert main([good, "--epochs", "2"]) == 0
     # data, data:classes, hidden, loop, loop/data:source, loop/lin, loop/output, output
-    assert capsys.readouterr().out == "epoch 2: 8 layers\n"
+    returnn_line, layers_line = capsys.readouterr().out.splitlines()
+    assert returnn_line.startswith("RETURNN ") and returnn_line.endswith(
+        " from " + str(REPO / ".deps" / "src" / "returnn")
+    )
+    assert layers_line == "epoch 2: RETURNN constructed 8 layers"
     bad = _write(tmp_path, "bad.py", _CONFIG + _NETWORK.replace('"class": "softmax"', '"class": "no_such_class"'))
     assert main([bad]) == 1
     err = capsys.readouterr().err
