@@ -53,18 +53,15 @@ def config_code(returnn_config: ReturnnConfig) -> str:
         if id(serializer) in rendered:
             continue
         code, names, dims = serializer.code_and_names()
-        clash = keys.intersection(names)
-        if clash:
-            raise SerializationError(
-                f"config keys {sorted(clash)} are also defined by {serializer!r} (as dims, imports or its dicts): "
-                f"remove or rename them"
-            ).at("returnn_config.config")
-        shadowing = keys.intersection(BUILTINS_CALLED)
-        if shadowing:
-            raise SerializationError(
-                f"config keys {sorted(shadowing)} would replace the builtins the code of {serializer!r} calls: "
-                f"remove or rename them"
-            ).at("returnn_config.config")
+        for taken, what in (
+            (names, f"are also defined by {serializer!r} (as dims, imports or its dicts)"),
+            (BUILTINS_CALLED, f"would replace the builtins the code of {serializer!r} calls"),
+        ):
+            clash = keys.intersection(taken)
+            if clash:
+                raise SerializationError(f"config keys {sorted(clash)} {what}: remove or rename them").at(
+                    "returnn_config.config"
+                )
         twice = [name for name, source in names.items() if name in bound and (source is None or bound[name] != source)]
         if twice:
             raise SerializationError(
