@@ -13,8 +13,9 @@ taken from other serializers' dicts, and refuses them where edits made them diff
 
 What a Dim carries besides: ``undefined``, ``bounded_by`` and ``derived_from_tag`` are written and hashed (RETURNN's
 equality, ``undefined`` and capacity follow them); a static ``capacity`` other than the size, too. ``dyn_size_ext``
-holding sizes (a raw tensor: one batch's, at run time) is refused; a template without one is what RETURNN makes
-for every dynamic dim it meets in a Tensor and makes again when it builds the net, and is dropped. A derived dim's
+is RETURNN's run-time state, never configuration, and is dropped: a template is what RETURNN makes for every dynamic
+dim it meets in a Tensor, sizes (a raw tensor) are one batch's (returnn_common's tests serialize dims after a run);
+RETURNN makes both again for the written dim when it builds the net. A derived dim's
 ``derived_from_tag`` is one of its inputs, which RETURNN sets again when the written op runs.
 """
 
@@ -214,11 +215,6 @@ class DimCapture:
             raise SerializationError(
                 f"{describe(dim)} carries a vocab, which cannot be written as code: put the vocab into the "
                 f"extern_data entry ('vocab': {{...}}) instead"
-            )
-        if dim.dyn_size_ext is not None and dim.dyn_size_ext.raw_tensor is not None:
-            raise SerializationError(
-                f"{describe(dim)} holds the sizes of one batch (dyn_size_ext with a raw tensor), a value of one run "
-                f"that cannot be written as code: use the dim from before the run (RETURNN sets the sizes itself)"
             )
         # A capacity RETURNN derived (through an op or bounded_by) and memoized is not the dim's own.
         capacity = None if dim.capacity == dim.dimension or dim in derived_capacity_memoized_dims else dim.capacity
