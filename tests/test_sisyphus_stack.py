@@ -1,5 +1,6 @@
 """The pinned Sisyphus stack end to end: the real `sis manager` with a LocalEngine, and recipe_examples/run.sh."""
 
+import importlib.util
 import math
 import os
 import shutil
@@ -125,8 +126,16 @@ def _parse_learning_rates(text):
     return eval(text, namespace)  # noqa: S307: RETURNN's own output, as i6_core reads it
 
 
+def _example_num_epochs() -> int:
+    """NUM_EPOCHS of the example's config (loading it builds nothing)."""
+    spec = importlib.util.spec_from_file_location("task12ax_example", EXAMPLES / "config" / "task12ax.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module.NUM_EPOCHS
+
+
 def test_run_sh_task12ax_end_to_end(tmp_path):
-    """recipe_examples/run.sh DIR trains Task12AX for 2 epochs; a second run finds everything done."""
+    """recipe_examples/run.sh DIR trains a Conformer on Task12AX, which learns; a second run finds everything done."""
     setup = tmp_path / "setup"
     run_sh = str(EXAMPLES / "run.sh")
     proc, first_secs = _run([run_sh, str(setup)], cwd=tmp_path, timeout=1200)
@@ -143,21 +152,24 @@ def test_run_sh_task12ax_end_to_end(tmp_path):
     assert namespace["extern_data"]["data"]["dims"][2].dimension == 9
     assert ((out / "returnn.config").resolve().parents[1] / "finished.check_networks.1").exists()
 
-    # The final checkpoint: epoch 2, TF index and meta files.
+    # The final checkpoint: the last epoch, TF index and meta files.
+    num_epochs = _example_num_epochs()
     index = (out / "checkpoint").resolve()
-    assert index.name == "epoch.002.index" and index.is_file()
-    assert (index.parent / "epoch.002.meta").is_file()
-    assert list(index.parent.glob("epoch.002.data-*"))
+    assert index.name == f"epoch.{num_epochs:03d}.index" and index.is_file()
+    assert (index.parent / f"epoch.{num_epochs:03d}.meta").is_file()
+    assert list(index.parent.glob(f"epoch.{num_epochs:03d}.data-*"))
 
-    # The learning rates: 2 epochs, each with finite train and dev scores.
+    # The learning rates: every epoch with finite train and dev CE (score) and frame error rate (error); the model
+    # learns: the last epoch's dev CE and frame error rate are below the first's.
     epochs = _parse_learning_rates((out / "learning_rates").read_text())
-    assert sorted(epochs) == [1, 2]
+    assert sorted(epochs) == list(range(1, num_epochs + 1))
     for epoch, data in epochs.items():
         assert math.isfinite(data["learning_rate"]) and data["learning_rate"] > 0
         scores = {k: v for k, v in data["error"].items() if not k.startswith(":meta:")}
-        assert any(k.startswith("train_score") for k in scores), (epoch, scores)
-        assert any(k.startswith("dev_score") for k in scores), (epoch, scores)
+        assert {"train_score", "train_error", "dev_score", "dev_error"} <= set(scores), (epoch, scores)
         assert all(math.isfinite(float(v)) for v in scores.values()), (epoch, scores)
+    first, last = epochs[1]["error"], epochs[num_epochs]["error"]
+    assert last["dev_score"] < first["dev_score"] and last["dev_error"] < first["dev_error"], epochs
 
     # A second run: nothing to do, nothing touched in work/, quick.
     work = setup / "work"
