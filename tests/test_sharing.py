@@ -190,3 +190,12 @@ def test_a_code_wrapper_given_to_a_serializer_is_its_own_copy():
     before = sis_hash_helper(serializer)
     given.code = "other_function"
     assert sis_hash_helper(serializer) == before and "my_function" in serializer.get()
+
+
+def test_a_serializer_prints_as_one_short_line():
+    """``print(serializer)`` in ``sis console``: the parts, dims and hash, not the whole code."""
+    serializer = encoder_decoder()
+    text = str(serializer)
+    assert text == repr(serializer) and "\n" not in text and len(text) < 200
+    digest = serializer._sis_hash().decode().rstrip(")").rpartition(" ")[2]
+    assert f"hash {digest[:12]}>" in text and "network (" in text and "extern_data (" in text
