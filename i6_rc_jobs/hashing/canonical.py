@@ -147,7 +147,7 @@ class Canonicalizer:
         if readings is not None:
             outside = sorted(
                 (self._unhashed[id(dim)], extras)
-                for dim in set(dims_in(value for _, value in unhashed))
+                for dim in dims_in(value for _, value in unhashed)
                 if id(dim) not in self.index and (extras := readings.extras(dim))
             )
             if outside:  # e.g. the data's time dim, read by a layer as "stag:time", with extern_data unhashed
