@@ -640,3 +640,47 @@ def test_a_branch_or_tag_named_like_the_commit_prefix_does_not_shadow_the_commit
     _git(origin.path, "tag", second.split("-")[1], origin.commits[1])
     assert import_(REPO, "pkg", first).VALUE == 2
     assert import_(REPO, "pkg", second).VALUE == 1
+
+
+def test_development_mode_counts_git_ignored_files_as_changes(origin, tmp_path, monkeypatch, caplog):
+    """An ignored module is imported and run like any other, and data files beside it are read: all are changes, in
+    the log, the patch and the package name, but bytecode (ignored here too) is none."""
+    origin.commit({".gitignore": "__pycache__/\n*.local.py\nlocal/\n"}, "2024-03-04T05:06:07+01:00")
+    monkeypatch.setenv(DEV_ENV, str(tmp_path / "dev"))
+    clean = import_(REPO, "pkg/helper.py", None).__name__
+    copy = tmp_path / "dev" / "example.org" / "test" / "origin"
+    (copy / "pkg" / "settings.local.py").write_text("VALUE = 'ignored'\n")
+    (copy / "local").mkdir()
+    (copy / "local" / "data.txt").write_text("read by the module\n")
+    for name in [name for name in sys.modules if name.startswith("i6_rc_imports")]:
+        del sys.modules[name]
+    with caplog.at_level(logging.WARNING, logger="i6_rc_jobs.imports"):
+        module = import_(REPO, "pkg/helper.py", None)
+    assert "with changes: !! local/data.txt; !! pkg/settings.local.py\n" in caplog.text, caplog.text
+    assert module.__name__ != clean
+    patch = Path(caplog.text.split("): ")[-1].strip())
+    checkout = tmp_path / "clean"
+    _git(tmp_path, "clone", "-q", str(origin.path), str(checkout))
+    _git(checkout, "apply", str(patch))
+    for name in ("pkg/settings.local.py", "local/data.txt"):
+        assert (checkout / name).read_text() == (copy / name).read_text()
+    code = "import pickle, sys; print(pickle.loads(sys.stdin.buffer.read())())"
+    pickled = pickle.dumps(module.value)
+    worker = {name: value for name, value in os.environ.items() if name != "PYTHONDONTWRITEBYTECODE"}
+    done = subprocess.run([sys.executable, "-c", code], input=pickled, capture_output=True, env=worker)
+    assert (done.returncode, done.stdout) == (0, b"2\n") and list(copy.rglob("__pycache__/*.pyc")), done.stderr
+    (copy / "pkg" / "settings.local.py").write_text("VALUE = 'changed'\n")
+    done = subprocess.run([sys.executable, "-c", code], input=pickled, capture_output=True, env=worker)
+    assert done.returncode != 0 and b"has changed since" in done.stderr, done.stderr
+
+
+def test_development_mode_says_where_the_call_is_and_the_edit_that_pins_it(origin, tmp_path, monkeypatch, caplog):
+    monkeypatch.setenv(DEV_ENV, str(tmp_path / "dev"))
+    with caplog.at_level(logging.WARNING, logger="i6_rc_jobs.imports"):
+        line = sys._getframe().f_lineno + 1
+        import_(REPO, "pkg/helper.py", None)
+    assert f" is imported, not a version, at {__file__}:{line}\n" in caplog.text, caplog.text
+    edit = (
+        f'  - import_("{REPO}", "pkg/helper.py", None)\n  + import_("{REPO}", "pkg/helper.py", "{origin.version(1)}")'
+    )
+    assert edit in caplog.text, caplog.text
