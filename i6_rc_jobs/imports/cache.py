@@ -146,16 +146,8 @@ class RepoCache:
 
     def _complete(self, commit: str) -> bool:
         """Whether git has every object of the commit's tree, so that it can be extracted."""
-        listed = git.git(
-            "--git-dir",
-            str(self.git_dir),
-            "rev-list",
-            "--objects",
-            "--no-walk",
-            "--missing=print",
-            commit,
-            what=f"{self.repo} commit {commit}",
-        )
+        listing = ("rev-list", "--objects", "--no-walk", "--missing=print", commit)  # its tree, not its history
+        listed = git.git("--git-dir", str(self.git_dir), *listing, what=f"{self.repo} commit {commit}")
         return not any(line.startswith("?") for line in listed.splitlines())
 
     def _extract(self, commit: str, date: str) -> Path:
