@@ -14,6 +14,7 @@ import socket
 import stat
 import subprocess
 import sys
+import tempfile
 import textwrap
 import time
 from dataclasses import dataclass
@@ -21,6 +22,8 @@ from pathlib import Path
 
 import pytest
 from sisyphus.hash import sis_hash_helper
+
+import i6_rc_jobs
 
 from i6_rc_jobs.imports import VersionedImportError, import_
 from i6_rc_jobs.imports.cache import ENV, _into_place
@@ -526,3 +529,158 @@ def test_models_built_with_returnn_common_at_a_version_and_installed_serialize_a
     first = written["installed"][0]
     assert '"energy": {' in first and '"att_weights": {' in first
     assert {code for codes in written.values() for code in codes} == {first}, written
+
+
+@pytest.fixture
+def shared_dir():
+    """A directory every user can reach (pytest's own tmp_path is in root's 0700 directory), removed afterwards."""
+    path = Path(tempfile.mkdtemp(prefix="i6-rc-shared-", dir="/tmp"))
+    path.chmod(0o755)
+    yield path
+    shutil.rmtree(path)
+
+
+def _as_nobody(code: str, cache: Path, *args: str) -> subprocess.CompletedProcess:
+    """Runs Python ``code`` as the user nobody, with this checkout of i6_rc_jobs and the cache ``cache``: another
+    user of a shared cache, who may read it but not write to it."""
+    source = str(Path(i6_rc_jobs.__file__).parents[1])
+    env = ["env", f"HOME={cache.parent}", f"{ENV}={cache}", f"PYTHONPATH={source}", "PYTHONDONTWRITEBYTECODE=1"]
+    command = ["runuser", "-u", "nobody", "--", *env, _python_of_nobody(), "-c", textwrap.dedent(code), *args]
+    return subprocess.run(command, capture_output=True, text=True)
+
+
+def _python_of_nobody() -> str:
+    """This Python if nobody may run it, else the system's (this one may be under root's home, closed to others)."""
+    for python in (sys.executable, "/usr/bin/python3"):
+        if subprocess.run(["runuser", "-u", "nobody", "--", python, "-c", "pass"], capture_output=True).returncode == 0:
+            return python
+    raise AssertionError("no Python that the user nobody may run")
+
+
+def _all_paths(root: Path) -> list[Path]:
+    return [root, *root.rglob("*")]
+
+
+def test_a_cache_filled_by_one_user_is_read_by_another(origin, shared_dir, monkeypatch):
+    """With the umask 022, everything is readable, and writable only by its owner; in a setgid directory of a group,
+    with the umask 002, everything belongs to that group and is writable by it (tempfile's 0700 locked others out)."""
+    group = 65534  # nobody's group, nogroup
+    monkeypatch.setenv("GIT_CONFIG_KEY_0", f"url.file://{origin.path}.insteadOf")  # no hard links to the origin's
+    for name, umask in (("cache", 0o022), ("group-cache", 0o002)):
+        cache = shared_dir / name
+        if umask == 0o002:
+            cache.mkdir()
+            os.chown(cache, -1, group)
+            cache.chmod(0o2775)
+        monkeypatch.setenv(ENV, str(cache))
+        old = os.umask(umask)
+        try:
+            import_(REPO, "pkg", origin.version(0))
+        finally:
+            os.umask(old)
+        directories = [path for path in _all_paths(cache) if path.is_dir() and not path.is_symlink()]
+        assert {stat.S_IMODE(path.stat().st_mode) & 0o777 for path in directories} == {0o777 & ~umask}, name
+        if umask == 0o002:
+            assert {path.lstat().st_gid for path in _all_paths(cache)} == {group}
+        code = f"from i6_rc_jobs.imports import import_; print(import_({REPO!r}, 'pkg', {origin.version(0)!r}).VALUE)"
+        done = _as_nobody(code, cache)
+        assert (done.returncode, done.stdout) == (0, "1\n"), done.stderr
+
+
+def test_a_version_not_in_a_cache_this_user_may_not_write_is_one_line_naming_the_cache(origin, shared_dir, monkeypatch):
+    cache = shared_dir / "cache"
+    monkeypatch.setenv(ENV, str(cache))
+    import_(REPO, "pkg", origin.version(0))
+    code = f"""
+        from i6_rc_jobs.imports import VersionedImportError, import_
+        try:
+            import_({REPO!r}, "pkg", {origin.version(1)!r})
+        except VersionedImportError as e:
+            print(e)
+    """
+    done = _as_nobody(code, cache)
+    message = f"{REPO} version {origin.version(1)} is not in the import cache {cache}, which is not writable for this"
+    assert done.returncode == 0 and done.stdout.startswith(message) and done.stdout.count("\n") == 1, done
+    code = "import sys; from i6_rc_jobs.__main__ import main; sys.exit(main(sys.argv[1:]))"
+    done = _as_nobody(code, cache, "fetch", REPO, origin.version(1))
+    assert (done.returncode, done.stderr.count("\n")) == (2, 1) and done.stderr.startswith(f"error: {message}"), done
+
+
+def _drop_blob(git_dir: Path, commit: str, path: str) -> None:
+    """Leaves ``git_dir`` as a fetch killed midway does: the commit and its trees there, one of its files' blobs not
+    (packs are unpacked into loose objects first, so that one object can go)."""
+    for pack in list((git_dir / "objects" / "pack").glob("*.pack")):
+        data = pack.read_bytes()
+        for file in pack.parent.glob(f"{pack.stem}.*"):
+            file.unlink()
+        subprocess.run(["git", "--git-dir", str(git_dir), "unpack-objects", "-q"], input=data, check=True)
+    blob = _git(git_dir, "rev-parse", f"{commit}:{path}").strip()
+    (git_dir / "objects" / blob[:2] / blob[2:]).unlink()
+    assert _git(git_dir, "cat-file", "-t", commit).strip() == "commit"
+
+
+def test_a_version_whose_fetch_was_killed_midway_is_fetched_again(origin):
+    git_dir = origin.cache / "git" / "example.org" / "test" / "origin.git"
+    import_(REPO, "pkg", origin.version(0))
+    _drop_blob(git_dir, origin.commits[1], "pkg/helper.py")
+    assert import_(REPO, "pkg", origin.version(1)).VALUE == 2
+    origin.commit({"pkg/helper.py": "VALUE = 3\n"}, "2024-03-04T05:06:07+01:00")
+    _git(git_dir, "fetch", "-q", "origin", "+refs/heads/*:refs/heads/*")
+    _drop_blob(git_dir, origin.commits[2], "pkg/helper.py")
+    done = _child(
+        f"import sys; from i6_rc_jobs.__main__ import main; sys.exit(main(['fetch', {REPO!r}, {origin.version(2)!r}]))"
+    )
+    assert done.returncode == 0 and origin.commits[2] in done.stdout, done.stderr
+    assert import_(REPO, "pkg", origin.version(2)).VALUE == 3
+
+
+def test_a_branch_or_tag_named_like_the_commit_prefix_does_not_shadow_the_commit(origin):
+    first, second = origin.version(1, digits=7), origin.version(0, digits=8)
+    _git(origin.path, "branch", first.split("-")[1], origin.commits[0])
+    _git(origin.path, "tag", second.split("-")[1], origin.commits[1])
+    assert import_(REPO, "pkg", first).VALUE == 2
+    assert import_(REPO, "pkg", second).VALUE == 1
+
+
+def test_development_mode_counts_git_ignored_files_as_changes(origin, tmp_path, monkeypatch, caplog):
+    """An ignored module is imported and run like any other, and data files beside it are read: all are changes, in
+    the log, the patch and the package name, but bytecode (ignored here too) is none."""
+    origin.commit({".gitignore": "__pycache__/\n*.local.py\nlocal/\n"}, "2024-03-04T05:06:07+01:00")
+    monkeypatch.setenv(DEV_ENV, str(tmp_path / "dev"))
+    clean = import_(REPO, "pkg/helper.py", None).__name__
+    copy = tmp_path / "dev" / "example.org" / "test" / "origin"
+    (copy / "pkg" / "settings.local.py").write_text("VALUE = 'ignored'\n")
+    (copy / "local").mkdir()
+    (copy / "local" / "data.txt").write_text("read by the module\n")
+    for name in [name for name in sys.modules if name.startswith("i6_rc_imports")]:
+        del sys.modules[name]
+    with caplog.at_level(logging.WARNING, logger="i6_rc_jobs.imports"):
+        module = import_(REPO, "pkg/helper.py", None)
+    assert "with changes: !! local/data.txt; !! pkg/settings.local.py\n" in caplog.text, caplog.text
+    assert module.__name__ != clean
+    patch = Path(caplog.text.split("): ")[-1].strip())
+    checkout = tmp_path / "clean"
+    _git(tmp_path, "clone", "-q", str(origin.path), str(checkout))
+    _git(checkout, "apply", str(patch))
+    for name in ("pkg/settings.local.py", "local/data.txt"):
+        assert (checkout / name).read_text() == (copy / name).read_text()
+    code = "import pickle, sys; print(pickle.loads(sys.stdin.buffer.read())())"
+    pickled = pickle.dumps(module.value)
+    worker = {name: value for name, value in os.environ.items() if name != "PYTHONDONTWRITEBYTECODE"}
+    done = subprocess.run([sys.executable, "-c", code], input=pickled, capture_output=True, env=worker)
+    assert (done.returncode, done.stdout) == (0, b"2\n") and list(copy.rglob("__pycache__/*.pyc")), done.stderr
+    (copy / "pkg" / "settings.local.py").write_text("VALUE = 'changed'\n")
+    done = subprocess.run([sys.executable, "-c", code], input=pickled, capture_output=True, env=worker)
+    assert done.returncode != 0 and b"has changed since" in done.stderr, done.stderr
+
+
+def test_development_mode_says_where_the_call_is_and_the_edit_that_pins_it(origin, tmp_path, monkeypatch, caplog):
+    monkeypatch.setenv(DEV_ENV, str(tmp_path / "dev"))
+    with caplog.at_level(logging.WARNING, logger="i6_rc_jobs.imports"):
+        line = sys._getframe().f_lineno + 1
+        import_(REPO, "pkg/helper.py", None)
+    assert f" is imported, not a version, at {__file__}:{line}\n" in caplog.text, caplog.text
+    edit = (
+        f'  - import_("{REPO}", "pkg/helper.py", None)\n  + import_("{REPO}", "pkg/helper.py", "{origin.version(1)}")'
+    )
+    assert edit in caplog.text, caplog.text

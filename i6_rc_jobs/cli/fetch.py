@@ -1,5 +1,6 @@
 """``python -m i6_rc_jobs fetch REPO VERSION [REPO VERSION ...]``: puts versions into the import cache ahead of
-time, e.g. on a login node before jobs run on nodes that cannot reach the repositories."""
+time, e.g. on a login node before jobs run on nodes that cannot reach the repositories. Exit status 1 if a version
+could not be fetched, 2 if that was because the cache is not writable for this user."""
 
 from __future__ import annotations
 
@@ -7,7 +8,7 @@ import argparse
 import sys
 
 from ..imports.cache import RepoCache, cache_root
-from ..imports.errors import VersionedImportError
+from ..imports.errors import CacheNotWritableError, VersionedImportError
 from ..imports.names import Repo, Version
 
 
@@ -20,13 +21,13 @@ def main(argv: list[str]) -> int:
     if len(args.pairs) % 2:
         parser.error("give a VERSION for every REPO")
     root = cache_root()
-    failed = 0
+    status = 0
     for repo, version in zip(args.pairs[::2], args.pairs[1::2]):
         try:
             tree, commit = RepoCache(root, Repo.parse(repo)).tree(Version.parse(version))
         except VersionedImportError as e:
             print(f"error: {e}", file=sys.stderr)
-            failed += 1
+            status = max(status, 2 if isinstance(e, CacheNotWritableError) else 1)
             continue
         print(f"{repo} {version}: commit {commit} in {tree}")
-    return 1 if failed else 0
+    return status

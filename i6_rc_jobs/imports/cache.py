@@ -10,22 +10,23 @@ it, so that the cache can be moved or shared:
 
 A tree appears by one rename of a complete directory, made under the repository's lock, so that no process ever
 sees a partial tree: a process killed while extracting leaves only a directory in ``tmp/``, which is removed later.
-A version found among the trees needs no git at all."""
+A version found among the trees needs no git at all. Everything is made with the modes the umask gives (and the group
+of a setgid directory), so that users who share a cache read, and with a group umask add to, what others made."""
 
 from __future__ import annotations
 
 import fcntl
 import os
+import secrets
 import shutil
 import socket
 import stat
-import tempfile
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Iterator, Optional
 
 from . import git
-from .errors import VersionedImportError
+from .errors import CacheNotWritableError, VersionedImportError
 from .names import Repo, Version
 
 ENV = "I6_RC_IMPORTS_CACHE"
@@ -52,13 +53,20 @@ class RepoCache:
         found = self._cached(version)
         if found is not None:
             return found
-        with self._locked():
-            found = self._cached(version)  # another process may have made it meanwhile
-            if found is not None:
-                return found
-            commit, date = self._resolve(version)
-            version.check(self.repo, commit, date)
-            return self._extract(commit, date), commit
+        try:
+            with self._locked():
+                found = self._cached(version)  # another process may have made it meanwhile
+                if found is not None:
+                    return found
+                commit, date = self._resolve(version)
+                version.check(self.repo, commit, date)
+                return self._extract(commit, date), commit
+        except PermissionError as e:
+            raise CacheNotWritableError(
+                f"{self.repo} version {version} is not in the import cache {self.root}, which is not writable for "
+                f"this user ({e.strerror}: {e.filename}): fetch it as a user who may write there "
+                f"(python -m i6_rc_jobs fetch REPO VERSION)"
+            ) from None
 
     def _cached(self, version: Version) -> Optional[tuple[Path, str]]:
         try:
@@ -86,17 +94,22 @@ class RepoCache:
                 fcntl.flock(f, fcntl.LOCK_UN)
 
     def _resolve(self, version: Version) -> tuple[str, str]:
-        """(full commit, committer date YYYYMMDDHHMMSS in the commit's time zone), fetching once if unknown."""
+        """(full commit, committer date YYYYMMDDHHMMSS in the commit's time zone), fetching once if unknown. A commit
+        whose tree lacks objects (a fetch killed after it wrote the commit but not all files) is fetched again, anew,
+        as a clone would: the objects git has would otherwise tell the origin not to send the missing ones."""
         what = f"{self.repo} version {version}"
         if not self.git_dir.exists():
             self._clone(self.git_dir, "--bare", what=what)
         found = self._commit(version)
-        if found is None:
+        if found is None or not self._complete(found[0]):
             refs = ("+refs/heads/*:refs/heads/*", "+refs/tags/*:refs/tags/*")  # a bare clone has no fetch refspec
-            git.git("--git-dir", str(self.git_dir), "fetch", "--quiet", "origin", *refs, what=what)
+            again = () if found is None else ("--refetch",)
+            git.git("--git-dir", str(self.git_dir), "fetch", "--quiet", *again, "origin", *refs, what=what)
             found = self._commit(version)
         if found is None:
             raise VersionedImportError(f"{what}: no commit {version.commit} in {self.repo.url}")
+        if not self._complete(found[0]):
+            raise VersionedImportError(f"{what}: commit {found[0]} lacks objects of its files even after fetching")
         return found
 
     def working_copy(self, root: Path) -> Path:
@@ -118,17 +131,24 @@ class RepoCache:
             shutil.rmtree(partial, ignore_errors=True)
 
     def _commit(self, version: Version) -> Optional[tuple[str, str]]:
-        """(full commit, date) of the version's commit prefix, None if no commit has it."""
-        what = f"{self.repo} version {version}"
-        done = git.run_git(
-            "--git-dir", str(self.git_dir), *git.COMMIT_AND_DATE, f"{version.commit}^{{commit}}", "--", what=what
-        )
-        if done.returncode != 0:
-            if "ambiguous" in done.stderr and "short" in done.stderr:
-                raise VersionedImportError(f"{what}: the commit prefix is ambiguous: {done.stderr.strip()}")
+        """(full commit, date) of the version's commit prefix, None if no commit has it. Only commits are looked at,
+        never refs: a branch or tag named like the prefix (which ``<prefix>^{commit}`` would take) is no version."""
+        what, git_dir = f"{self.repo} version {version}", str(self.git_dir)
+        objects = git.git("--git-dir", git_dir, "rev-parse", f"--disambiguate={version.commit}", what=what)
+        types = git.git("--git-dir", git_dir, "cat-file", "--batch-check", input=objects, what=what).splitlines()
+        commits = [line.split()[0] for line in types if line.split()[1] == "commit"]
+        if len(commits) > 1:
+            raise VersionedImportError(f"{what}: the commit prefix is ambiguous: commits {', '.join(sorted(commits))}")
+        if not commits:
             return None
-        commit, date = done.stdout.split()
+        commit, date = git.git("--git-dir", git_dir, *git.COMMIT_AND_DATE, commits[0], "--", what=what).split()
         return commit, date
+
+    def _complete(self, commit: str) -> bool:
+        """Whether git has every object of the commit's tree, so that it can be extracted."""
+        listing = ("rev-list", "--objects", "--no-walk", "--missing=print", commit)  # its tree, not its history
+        listed = git.git("--git-dir", str(self.git_dir), *listing, what=f"{self.repo} commit {commit}")
+        return not any(line.startswith("?") for line in listed.splitlines())
 
     def _extract(self, commit: str, date: str) -> Path:
         partial = _partial(self.root / "tmp", "tree")
@@ -163,14 +183,21 @@ def _seal(tree: Path, what: str) -> None:
 def _partial(directory: Path, label: str) -> Path:
     """A new directory ``.<label>.<host>.<pid>.<random>`` in ``directory``, to build something in before it is renamed
     into place. Removes first those that processes of this host left when they died (a cache on a shared file
-    system also holds those of other hosts, which may still be at work)."""
+    system also holds those of other hosts, which may still be at work). Its mode is what the umask gives, not
+    ``mkdtemp``'s 0700: it becomes a tree or a clone that other users of the cache read."""
     directory.mkdir(parents=True, exist_ok=True)
     prefix, host = f".{label}.", socket.gethostname()
     for entry in os.listdir(directory):
         parts = entry[len(prefix) :].split(".") if entry.startswith(prefix) else []
         if len(parts) >= 3 and ".".join(parts[:-2]) == host and parts[-2].isdigit() and not _alive(int(parts[-2])):
             shutil.rmtree(directory / entry, ignore_errors=True)
-    return Path(tempfile.mkdtemp(dir=directory, prefix=f"{prefix}{host}.{os.getpid()}."))
+    while True:
+        partial = directory / f"{prefix}{host}.{os.getpid()}.{secrets.token_hex(4)}"
+        try:
+            partial.mkdir()
+        except FileExistsError:
+            continue
+        return partial
 
 
 def _into_place(partial: Path, target: Path) -> None:

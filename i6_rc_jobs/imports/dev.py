@@ -1,10 +1,11 @@
 """Development mode: ``import_(repo, path, None)`` imports a live working copy instead of a version, and says what
-it used: the commit to pin, every change (staged, unstaged, untracked), and a patch of them, saved, so that a run
-made with it can be reproduced."""
+it used: the commit to pin, every change (staged, unstaged, untracked and git-ignored files: any file can be imported
+or run), and a patch of them, saved, so that a run made with it can be reproduced."""
 
 from __future__ import annotations
 
 import hashlib
+import json
 import logging
 import os
 import re
@@ -47,14 +48,19 @@ def dev_root(cache: Path) -> Path:
     return Path(os.environ.get(ENV) or cache / "dev")
 
 
-def report(path: Path, patches: Path) -> str:
-    """Logs (as a warning) what the working copy at ``path`` holds now, saves its changes against its commit as a
-    patch under ``patches``, and returns the name of that state (see :func:`state_name`)."""
+def report(path: Path, patches: Path, call: str, repo: str, imported: str) -> str:
+    """Logs (as a warning) what the working copy at ``path`` holds now, where it is imported (``call``, the file and
+    line of the ``import_(repo, imported, None)`` call) and the edit of that call that pins the commit instead, saves
+    its changes against its commit as a patch under ``patches``, and returns the name of that state (see
+    :func:`state_name`)."""
     what = f"development working copy {path}"
     commit, date, changes, patch = _state(path, what)
+    version, arguments = f"{date[:8]}-{commit[:12]}", f"{_literal(repo)}, {_literal(imported)}"
     lines = [
-        f"{what} is imported, not a version",
-        f"  at commit {date[:8]}-{commit[:12]} (the version to pin, once the changes below are committed and pushed)",
+        f"{what} is imported, not a version, at {call}",
+        f"  at commit {version} (the version to pin, once the changes below are committed and pushed):",
+        f"  - import_({arguments}, None)",
+        f"  + import_({arguments}, {_literal(version)})",
     ]
     name = _name(commit, patch)
     if changes:
@@ -74,6 +80,11 @@ def state_name(path: Path) -> str:
     return _name(commit, patch)
 
 
+def _literal(text: str) -> str:
+    """``text`` as a Python string literal in double quotes, as black writes it in the user's code."""
+    return json.dumps(text, ensure_ascii=False)
+
+
 def _name(commit: str, patch: bytes) -> str:
     return f"dev_{commit[:12]}_{hashlib.sha256(patch).hexdigest()[:16] if patch else 'clean'}"
 
@@ -82,7 +93,8 @@ def _state(path: Path, what: str) -> tuple[str, str, list[str], bytes]:
     """(commit, its date, the changes as ``XY path``, the patch of all of them against the commit)."""
     cwd = str(path)
     commit, date = git.git(*git.COMMIT_AND_DATE, "HEAD", cwd=cwd, what=what).split()
-    entries = git.git("status", "--porcelain=v1", "-z", "--untracked-files=all", cwd=cwd, what=what).split("\0")
+    status_args = ("status", "--porcelain=v1", "-z", "--untracked-files=all", "--ignored=traditional")  # every file
+    entries = git.git(*status_args, cwd=cwd, what=what).split("\0")
     changes, untracked = [], []
     entries.reverse()
     while entries:
@@ -92,7 +104,7 @@ def _state(path: Path, what: str) -> tuple[str, str, list[str], bytes]:
         status, name = entry[:2], entry[3:]
         if status[0] in "RC":  # renamed or copied: the original path follows as its own entry
             name = f"{entries.pop()} -> {name}"
-        if status == "??":
+        if status in ("??", "!!"):  # untracked, or ignored: the import runs ignored files all the same
             if _BYTECODE.search(name):  # written by Python importing the copy, not a change of it
                 continue
             untracked.append(name)

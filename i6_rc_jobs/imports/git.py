@@ -16,15 +16,18 @@ COMMIT_AND_DATE = ("log", "-1", "--format=%H %cd", "--date=format:%Y%m%d%H%M%S")
 _ENV = {"GIT_TERMINAL_PROMPT": "0", "GIT_ASKPASS": "true", "LC_ALL": "C"}
 
 
-def git(*args: str, cwd: Optional[str] = None, what: str) -> str:
-    """Runs ``git args`` and returns its stdout; ``what`` says what it was for (e.g. the repository and version)."""
-    done = run_git(*args, cwd=cwd, what=what)
+def git(*args: str, cwd: Optional[str] = None, input: Optional[str] = None, what: str) -> str:
+    """Runs ``git args`` (with ``input`` on stdin) and returns its stdout; ``what`` says what it was for (e.g. the
+    repository and version)."""
+    done = run_git(*args, cwd=cwd, input=input, what=what)
     if done.returncode != 0:
         raise VersionedImportError(f"{what}: git {' '.join(args)} failed: {done.stderr.strip() or done.stdout.strip()}")
     return done.stdout
 
 
-def run_git(*args: str, cwd: Optional[str] = None, what: str) -> subprocess.CompletedProcess:
+def run_git(
+    *args: str, cwd: Optional[str] = None, input: Optional[str] = None, what: str
+) -> subprocess.CompletedProcess:
     """Runs ``git args``, whatever its exit status; only a missing git is an error. Bytes that are not UTF-8 (in a
     diff) come through as surrogate escapes, so that ``.encode("utf-8", "surrogateescape")`` gives them back."""
     try:
@@ -32,6 +35,7 @@ def run_git(*args: str, cwd: Optional[str] = None, what: str) -> subprocess.Comp
             ["git", *args],
             cwd=cwd,
             env={**os.environ, **_ENV},
+            input=input,
             capture_output=True,
             text=True,
             errors="surrogateescape",
@@ -42,15 +46,22 @@ def run_git(*args: str, cwd: Optional[str] = None, what: str) -> subprocess.Comp
 
 
 def extract(git_dir: str, commit: str, target: str, what: str) -> None:
-    """Writes the files of ``commit`` into the (new, empty) directory ``target``, as ``git archive`` gives them."""
+    """Writes the files of ``commit`` into the (new, empty) directory ``target``, as ``git archive`` gives them, with
+    the modes the umask gives and the group the directory gives (tar run by root would otherwise keep the archive's
+    owner and modes, and git's own umask 002)."""
     with tempfile.TemporaryFile() as errors:  # not a pipe: git could block on it while tar waits for the archive
         archive = subprocess.Popen(
-            ["git", "--git-dir", git_dir, "archive", "--format=tar", commit],
+            ["git", "-c", "tar.umask=user", "--git-dir", git_dir, "archive", "--format=tar", commit],
             stdout=subprocess.PIPE,
             stderr=errors,
             env={**os.environ, **_ENV},
         )
-        untar = subprocess.run(["tar", "-x", "-C", target], stdin=archive.stdout, capture_output=True, check=False)
+        untar = subprocess.run(
+            ["tar", "-x", "--no-same-owner", "--no-same-permissions", "-C", target],
+            stdin=archive.stdout,
+            capture_output=True,
+            check=False,
+        )
         archive.stdout.close()
         status = archive.wait()
         errors.seek(0)

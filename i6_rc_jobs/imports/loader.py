@@ -4,6 +4,7 @@ versions of one module live side by side and relative imports inside the reposit
 from __future__ import annotations
 
 import importlib
+import sys
 from types import ModuleType
 from typing import Optional
 
@@ -17,14 +18,16 @@ def import_(repo: str, path: str, version: Optional[str]) -> ModuleType:
     """The module (a file, or a directory as a package) at ``path`` in ``repo`` at ``version``, e.g.
     ``import_("github.com/rwth-i6/returnn_common", "nn/base.py", "20221031-3bd01ac8d7b2")``. The first use of a
     version fetches it into the cache (see :mod:`.cache`); later ones, in any process, read only the cache.
-    ``version=None`` imports the development working copy instead, with a warning that says what it holds (see
-    :mod:`.dev`)."""
+    ``version=None`` imports the development working copy instead, with a warning that says what it holds and how to
+    pin this call (see :mod:`.dev`)."""
     repo_, parts = Repo.parse(repo), check_path(path)
     root = cache_root()
     cache = RepoCache(root, repo_)
     if version is None:
         tree = cache.working_copy(dev.dev_root(root))
-        leaf, what = dev.report(tree, root / "dev-patches"), f"{repo_} development working copy"
+        caller = sys._getframe(1)  # the user's call, for the edit that pins it
+        call = f"{caller.f_code.co_filename}:{caller.f_lineno}"
+        leaf, what = dev.report(tree, root / "dev-patches", call, repo, path), f"{repo_} development working copy"
     else:
         version_ = Version.parse(version)
         tree, commit = cache.tree(version_)
