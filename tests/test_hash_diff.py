@@ -47,9 +47,11 @@ def test_explains_two_job_directories(tmp_path):
     diff = hash_diff(a, b)
     assert diff.returncode == 1, diff.stderr
     prefix = "CreateConfigJob.returnn_config."
-    assert diff.stdout.splitlines() == [
-        prefix + "python_prolog_hash[0].network['dec']['unit']['lstm']['out_dim']: "
-        "dim#7 feature 512 = mul(2, <dim#6 feature 256>) -> dim#7 feature 4096 = mul(2, <dim#6 feature 2048>)",
+    lstm = prefix + "python_prolog_hash[0].network['dec']['unit']['lstm']['out_dim']"
+    assert diff.stdout.splitlines() == [  # the changed dim first, named, with what follows from it beneath
+        f"dim#6 'model' (first at {lstm}): feature 256 -> feature 2048, and 1 line that follows from it:",
+        f"  {lstm}: dim#7 '2*model' feature 512 = mul(2, <dim#6 'model' feature 256>) "
+        "-> dim#7 '2*model' feature 4096 = mul(2, <dim#6 'model' feature 2048>)",
         prefix + "returnn_config['learning_rate']: 0.01 -> 0.02",
     ]
     same = hash_diff(a, setup / "alias" / "c")
@@ -64,8 +66,8 @@ def test_explains_pickled_configs_and_serializers(tmp_path):
         (tmp_path / name).write_bytes(pickle.dumps(obj))
     diff = hash_diff(tmp_path / "a.pkl", tmp_path / "b.pkl")
     assert diff.stdout.splitlines() == [
-        "network['enc']['subnetwork']['att']['reduce']: dim#8 feature copy of <dim#6> match_priority=1 "
-        "-> dim#6 feature 256",
+        "network['enc']['subnetwork']['att']['reduce']: dim#8 'model_1_dim' feature copy of <dim#6 'model'> "
+        "match_priority=1 -> dim#6 'model' feature 256",
         "network['output']['loss_scale']: 1.0 -> 0.5",
     ]
     config_a, config_b = (ReturnnConfig({"x": 1}, python_epilog=[s]) for s in (a, a))
@@ -200,3 +202,33 @@ def test_inputs_owned_by_another_user_are_refused(tmp_path):
     else:
         other = pathlib.Path("/etc/passwd")  # owned by root
     assert _refused(hash_diff(a, other), f"{other} is owned by uid {other.stat().st_uid}, not by you")
+
+
+def test_a_changed_model_dim_of_a_transformer_comes_first_with_what_follows_from_it_beneath():
+    """returnn_common's Transformer: one model dim size changes the dims made of it, the attention scale and the
+    bounds of every initializer; the dim is named and comes first, the rest beneath it, equal changes merged."""
+    from i6_rc_jobs import CreateConfigJob, ReturnnCommonSerializer
+    from i6_rc_jobs.hashing.diff import explain
+    from tests.rc_models import transformer
+
+    jobs = []
+    for model_dim, lr in ((64, 0.1), (128, 0.2)):
+        extern_data, network = transformer(num_layers=2, model_dim=model_dim)
+        serializer = ReturnnCommonSerializer(extern_data=extern_data, network=network)
+        jobs.append(CreateConfigJob(ReturnnConfig({"learning_rate": lr}, python_prolog=[serializer])))
+    lines = list(explain(*jobs))
+    prefix = "CreateConfigJob.returnn_config."
+    first_at = prefix + "python_prolog_hash[0].extern_data['data']['dims'][2]"
+    assert lines[0].startswith(f"dim#3 'model' (first at {first_at}): feature 64 -> feature 128, and ")
+    assert lines[-1] == prefix + "returnn_config['learning_rate']: 0.1 -> 0.2"  # not from the dim: on its own
+    beneath = lines[1:-1]
+    assert beneath and all(line.startswith(f"  {prefix}python_prolog_hash[0].network[") for line in beneath)
+    assert any(
+        "dim#4 'model*4' feature 256 = mul(<dim#3 'model'>, 4) -> dim#4 'model*4' feature 512" in line
+        for line in beneath
+    )
+    bounds = [line for line in beneath if "['maxval']" in line]
+    assert bounds and all(line.endswith("more places)") for line in bounds[1:])
+    follows = int(lines[0].split(", and ")[1].split()[0])
+    places = sum(1 + int(line.rsplit("(and ", 1)[1].split()[0]) if "more place" in line else 1 for line in beneath)
+    assert places == follows > len(beneath)  # every place counted, equal changes merged into one line
