@@ -232,3 +232,88 @@ def test_a_changed_model_dim_of_a_transformer_comes_first_with_what_follows_from
     follows = int(lines[0].split(", and ")[1].split()[0])
     places = sum(1 + int(line.rsplit("(and ", 1)[1].split()[0]) if "more place" in line else 1 for line in beneath)
     assert places == follows > len(beneath)  # every place counted, equal changes merged into one line
+
+
+def _i6_setup(directory: pathlib.Path) -> pathlib.Path:
+    """An i6-style setup: recipe/ with i6_core, i6_rc_jobs and a recipe package of its own, Sisyphus under tools/,
+    settings.py and config/; two CreateConfigJobs and two jobs of the recipe's own class, made by sis manager."""
+    setup = make_setup(
+        directory,
+        """
+        from sisyphus import tk
+        from i6_core.returnn.config import ReturnnConfig
+        from returnn.tensor import Dim, batch_dim
+        from i6_rc_jobs import CreateConfigJob, ReturnnCommonSerializer
+        from my_recipe import Train
+
+
+        def main():
+            for name, model in (("a", 256), ("b", 512)):
+                model_dim = Dim(model, name="model")
+                serializer = ReturnnCommonSerializer(
+                    extern_data={"data": {"dims": (batch_dim, Dim(None, name="time"), Dim(8, name="in"))}},
+                    network={"output": {"class": "linear", "from": "data", "out_dim": 2 * model_dim}},
+                )
+                config = ReturnnConfig({"learning_rate": 0.1}, python_prolog=[serializer], black_formatting=False)
+                CreateConfigJob(config).add_alias(name)
+                tk.register_output(name, CreateConfigJob(config).out_config)
+                train = Train(model)
+                train.add_alias("train_" + name)
+                tk.register_output("train_" + name, train.out)
+        """,
+    )
+    (setup / "recipe" / "my_recipe").mkdir(parents=True)
+    (setup / "recipe" / "my_recipe" / "__init__.py").write_text(
+        "from sisyphus import Job, Task\n\n\nclass Train(Job):\n    def __init__(self, size):\n"
+        "        self.out = self.output_path('out')\n\n    def tasks(self):\n        yield Task('run', mini_task=True)\n\n"
+        "    def run(self):\n        open(self.out.get_path(), 'w').close()\n"
+    )
+    (setup / "recipe" / "i6_core").symlink_to(REPO / ".deps" / "recipe" / "i6_core")
+    (setup / "recipe" / "i6_rc_jobs").symlink_to(REPO / "i6_rc_jobs")
+    (setup / "tools").mkdir()
+    (setup / "tools" / "sisyphus").symlink_to(REPO / ".deps" / "src" / "sisyphus")
+    proc = run_manager(setup)
+    assert (setup / "output" / "train_b").exists(), proc.stdout[-2000:] + proc.stderr[-2000:]
+    return setup
+
+
+def _run_bare(args: list[str], cwd: pathlib.Path, python_path: list[pathlib.Path] = ()) -> subprocess.CompletedProcess:
+    """Python without the venv's .pth files (-S), which make Sisyphus, i6_core and i6_rc_jobs importable: only its
+    PyPI packages, as in a setup whose Sisyphus and recipes are checkouts under tools/ and recipe/."""
+    import sysconfig
+
+    path = ":".join(map(str, [sysconfig.get_paths()["purelib"], *python_path]))
+    env = dict(os.environ, PYTHONPATH=path, CUDA_VISIBLE_DEVICES="", TF_CPP_MIN_LOG_LEVEL="3")
+    return subprocess.run([sys.executable, "-S", *args], cwd=cwd, env=env, capture_output=True, text=True)
+
+
+def _one_line(done: subprocess.CompletedProcess) -> str:
+    """The last stderr line of a run refused with status 2, checked to be no traceback."""
+    assert done.returncode == 2 and done.stdout == "" and "Traceback" not in done.stderr, done.stderr
+    return done.stderr.splitlines()[-1]
+
+
+def test_from_a_setup_directory_it_finds_sisyphus_and_the_recipes_as_sis_does(tmp_path):
+    setup = _i6_setup(tmp_path / "setup")
+    expected = "dim#2 'model' (first at CreateConfigJob.returnn_config.python_prolog_hash[0].network['output']"
+    for args, python_path in (
+        (["recipe/i6_rc_jobs"], []),  # the package only in recipe/: run as a directory
+        (["-m", "i6_rc_jobs"], [setup / "recipe"]),  # or found by PYTHONPATH; Sisyphus then from tools/
+    ):
+        done = _run_bare([*args, "hash-diff", "alias/a", "alias/b"], setup, python_path)
+        assert done.returncode == 1 and done.stdout.startswith(expected), done.stderr
+        same = _run_bare([*args, "hash-diff", "alias/train_a", "alias/train_a"], setup, python_path)
+        assert (same.returncode, same.stdout) == (0, "identical\n"), same.stderr
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    runner = [str(setup / "recipe" / "i6_rc_jobs"), "hash-diff"]
+    no_sisyphus = _one_line(_run_bare([*runner, str(setup / "alias/a"), str(setup / "alias/b")], elsewhere))
+    assert (
+        no_sisyphus.startswith("hash-diff: cannot import sisyphus") and "run it from the setup directory" in no_sisyphus
+    )
+    no_recipe = _run_bare(  # (run as recipe/i6_rc_jobs, it would find the recipes beside it in recipe/)
+        ["-m", "i6_rc_jobs", "hash-diff", str(setup / "alias/train_a"), str(setup / "alias/train_b")],
+        elsewhere,
+        [REPO, setup / "tools" / "sisyphus", REPO / ".deps" / "recipe"],  # Sisyphus and i6_core, not the recipe/
+    )
+    assert _one_line(no_recipe).startswith(f"hash-diff: {setup / 'alias/train_a'}: it needs the module 'my_recipe'")
