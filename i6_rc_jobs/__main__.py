@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
+import os
 import sys
+
+if not __package__:  # run as ``python recipe/i6_rc_jobs ...``: Python put the package's own directory on sys.path
+    sys.path[0] = os.path.dirname(os.path.abspath(sys.path[0]))  # its parent instead, where i6_rc_jobs is found
 
 COMMANDS = {"hash-diff": "i6_rc_jobs.cli.hash_diff", "fetch": "i6_rc_jobs.cli.fetch"}
 

@@ -47,9 +47,11 @@ def test_explains_two_job_directories(tmp_path):
     diff = hash_diff(a, b)
     assert diff.returncode == 1, diff.stderr
     prefix = "CreateConfigJob.returnn_config."
-    assert diff.stdout.splitlines() == [
-        prefix + "python_prolog_hash[0].network['dec']['unit']['lstm']['out_dim']: "
-        "dim#7 feature 512 = mul(2, <dim#6 feature 256>) -> dim#7 feature 4096 = mul(2, <dim#6 feature 2048>)",
+    lstm = prefix + "python_prolog_hash[0].network['dec']['unit']['lstm']['out_dim']"
+    assert diff.stdout.splitlines() == [  # the changed dim first, named, with what follows from it beneath
+        f"dim#6 'model' (first at {lstm}): feature 256 -> feature 2048, and 1 line that follows from it:",
+        f"  {lstm}: dim#7 '2*model' feature 512 = mul(2, <dim#6 'model' feature 256>) "
+        "-> dim#7 '2*model' feature 4096 = mul(2, <dim#6 'model' feature 2048>)",
         prefix + "returnn_config['learning_rate']: 0.01 -> 0.02",
     ]
     same = hash_diff(a, setup / "alias" / "c")
@@ -64,8 +66,8 @@ def test_explains_pickled_configs_and_serializers(tmp_path):
         (tmp_path / name).write_bytes(pickle.dumps(obj))
     diff = hash_diff(tmp_path / "a.pkl", tmp_path / "b.pkl")
     assert diff.stdout.splitlines() == [
-        "network['enc']['subnetwork']['att']['reduce']: dim#8 feature copy of <dim#6> match_priority=1 "
-        "-> dim#6 feature 256",
+        "network['enc']['subnetwork']['att']['reduce']: dim#8 'model_1_dim' feature copy of <dim#6 'model'> "
+        "match_priority=1 -> dim#6 'model' feature 256",
         "network['output']['loss_scale']: 1.0 -> 0.5",
     ]
     config_a, config_b = (ReturnnConfig({"x": 1}, python_epilog=[s]) for s in (a, a))
@@ -200,3 +202,118 @@ def test_inputs_owned_by_another_user_are_refused(tmp_path):
     else:
         other = pathlib.Path("/etc/passwd")  # owned by root
     assert _refused(hash_diff(a, other), f"{other} is owned by uid {other.stat().st_uid}, not by you")
+
+
+def test_a_changed_model_dim_of_a_transformer_comes_first_with_what_follows_from_it_beneath():
+    """returnn_common's Transformer: one model dim size changes the dims made of it, the attention scale and the
+    bounds of every initializer; the dim is named and comes first, the rest beneath it, equal changes merged."""
+    from i6_rc_jobs import CreateConfigJob, ReturnnCommonSerializer
+    from i6_rc_jobs.hashing.diff import explain
+    from tests.rc_models import transformer
+
+    jobs = []
+    for model_dim, lr in ((64, 0.1), (128, 0.2)):
+        extern_data, network = transformer(num_layers=2, model_dim=model_dim)
+        serializer = ReturnnCommonSerializer(extern_data=extern_data, network=network)
+        jobs.append(CreateConfigJob(ReturnnConfig({"learning_rate": lr}, python_prolog=[serializer])))
+    lines = list(explain(*jobs))
+    prefix = "CreateConfigJob.returnn_config."
+    first_at = prefix + "python_prolog_hash[0].extern_data['data']['dims'][2]"
+    assert lines[0].startswith(f"dim#3 'model' (first at {first_at}): feature 64 -> feature 128, and ")
+    assert lines[-1] == prefix + "returnn_config['learning_rate']: 0.1 -> 0.2"  # not from the dim: on its own
+    beneath = lines[1:-1]
+    assert beneath and all(line.startswith(f"  {prefix}python_prolog_hash[0].network[") for line in beneath)
+    assert any(
+        "dim#4 'model*4' feature 256 = mul(<dim#3 'model'>, 4) -> dim#4 'model*4' feature 512" in line
+        for line in beneath
+    )
+    bounds = [line for line in beneath if "['maxval']" in line]
+    assert bounds and all(line.endswith("more places)") for line in bounds[1:])
+    follows = int(lines[0].split(", and ")[1].split()[0])
+    places = sum(1 + int(line.rsplit("(and ", 1)[1].split()[0]) if "more place" in line else 1 for line in beneath)
+    assert places == follows > len(beneath)  # every place counted, equal changes merged into one line
+
+
+def _i6_setup(directory: pathlib.Path) -> pathlib.Path:
+    """An i6-style setup: recipe/ with i6_core, i6_rc_jobs and a recipe package of its own, Sisyphus under tools/,
+    settings.py and config/; two CreateConfigJobs and two jobs of the recipe's own class, made by sis manager."""
+    setup = make_setup(
+        directory,
+        """
+        from sisyphus import tk
+        from i6_core.returnn.config import ReturnnConfig
+        from returnn.tensor import Dim, batch_dim
+        from i6_rc_jobs import CreateConfigJob, ReturnnCommonSerializer
+        from my_recipe import Train
+
+
+        def main():
+            for name, model in (("a", 256), ("b", 512)):
+                model_dim = Dim(model, name="model")
+                serializer = ReturnnCommonSerializer(
+                    extern_data={"data": {"dims": (batch_dim, Dim(None, name="time"), Dim(8, name="in"))}},
+                    network={"output": {"class": "linear", "from": "data", "out_dim": 2 * model_dim}},
+                )
+                config = ReturnnConfig({"learning_rate": 0.1}, python_prolog=[serializer], black_formatting=False)
+                CreateConfigJob(config).add_alias(name)
+                tk.register_output(name, CreateConfigJob(config).out_config)
+                train = Train(model)
+                train.add_alias("train_" + name)
+                tk.register_output("train_" + name, train.out)
+        """,
+    )
+    (setup / "recipe" / "my_recipe").mkdir(parents=True)
+    (setup / "recipe" / "my_recipe" / "__init__.py").write_text(
+        "from sisyphus import Job, Task\n\n\nclass Train(Job):\n    def __init__(self, size):\n"
+        "        self.out = self.output_path('out')\n\n    def tasks(self):\n        yield Task('run', mini_task=True)\n\n"
+        "    def run(self):\n        open(self.out.get_path(), 'w').close()\n"
+    )
+    (setup / "recipe" / "i6_core").symlink_to(REPO / ".deps" / "recipe" / "i6_core")
+    (setup / "recipe" / "i6_rc_jobs").symlink_to(REPO / "i6_rc_jobs")
+    (setup / "tools").mkdir()
+    (setup / "tools" / "sisyphus").symlink_to(REPO / ".deps" / "src" / "sisyphus")
+    proc = run_manager(setup)
+    assert (setup / "output" / "train_b").exists(), proc.stdout[-2000:] + proc.stderr[-2000:]
+    return setup
+
+
+def _run_bare(args: list[str], cwd: pathlib.Path, python_path: list[pathlib.Path] = ()) -> subprocess.CompletedProcess:
+    """Python without the venv's .pth files (-S), which make Sisyphus, i6_core and i6_rc_jobs importable: only its
+    PyPI packages, as in a setup whose Sisyphus and recipes are checkouts under tools/ and recipe/."""
+    import sysconfig
+
+    path = ":".join(map(str, [sysconfig.get_paths()["purelib"], *python_path]))
+    env = dict(os.environ, PYTHONPATH=path, CUDA_VISIBLE_DEVICES="", TF_CPP_MIN_LOG_LEVEL="3")
+    return subprocess.run([sys.executable, "-S", *args], cwd=cwd, env=env, capture_output=True, text=True)
+
+
+def _one_line(done: subprocess.CompletedProcess) -> str:
+    """The last stderr line of a run refused with status 2, checked to be no traceback."""
+    assert done.returncode == 2 and done.stdout == "" and "Traceback" not in done.stderr, done.stderr
+    return done.stderr.splitlines()[-1]
+
+
+def test_from_a_setup_directory_it_finds_sisyphus_and_the_recipes_as_sis_does(tmp_path):
+    setup = _i6_setup(tmp_path / "setup")
+    expected = "dim#2 'model' (first at CreateConfigJob.returnn_config.python_prolog_hash[0].network['output']"
+    for args, python_path in (
+        (["recipe/i6_rc_jobs"], []),  # the package only in recipe/: run as a directory
+        (["-m", "i6_rc_jobs"], [setup / "recipe"]),  # or found by PYTHONPATH; Sisyphus then from tools/
+    ):
+        done = _run_bare([*args, "hash-diff", "alias/a", "alias/b"], setup, python_path)
+        assert done.returncode == 1 and done.stdout.startswith(expected), done.stderr
+        same = _run_bare([*args, "hash-diff", "alias/train_a", "alias/train_a"], setup, python_path)
+        assert (same.returncode, same.stdout) == (0, "identical\n"), same.stderr
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    runner = [str(setup / "recipe" / "i6_rc_jobs"), "hash-diff"]
+    no_sisyphus = _one_line(_run_bare([*runner, str(setup / "alias/a"), str(setup / "alias/b")], elsewhere))
+    assert (
+        no_sisyphus.startswith("hash-diff: cannot import sisyphus") and "run it from the setup directory" in no_sisyphus
+    )
+    no_recipe = _run_bare(  # (run as recipe/i6_rc_jobs, it would find the recipes beside it in recipe/)
+        ["-m", "i6_rc_jobs", "hash-diff", str(setup / "alias/train_a"), str(setup / "alias/train_b")],
+        elsewhere,
+        [REPO, setup / "tools" / "sisyphus", REPO / ".deps" / "recipe"],  # Sisyphus and i6_core, not the recipe/
+    )
+    assert _one_line(no_recipe).startswith(f"hash-diff: {setup / 'alias/train_a'}: it needs the module 'my_recipe'")

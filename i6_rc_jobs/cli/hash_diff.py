@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import gzip
+import importlib.util
 import os
 import pickle
 import stat
@@ -37,6 +38,40 @@ def untrusted(path: str) -> Optional[str]:
     return None
 
 
+def setup_imports() -> Optional[str]:
+    """Make Sisyphus and the recipes importable as ``sis`` does from a setup directory, or say in one line what is
+    missing: Sisyphus from ``tools/sisyphus`` (where ``tools/sisyphus/sis`` finds it, being its script's directory)
+    or the directory of a ``sis`` link, if it is not installed; then importing Sisyphus reads ``settings.py`` and
+    installs its finder of ``recipe/`` and ``config/`` (``IMPORT_PATHS``), as for ``sis``."""
+    if importlib.util.find_spec("sisyphus") is None:
+        link = os.path.realpath("sis")
+        for place in (os.path.join("tools", "sisyphus"), os.path.dirname(link) if os.path.isfile(link) else None):
+            if place is not None and os.path.isfile(os.path.join(place, "sisyphus", "__init__.py")):
+                sys.path.insert(0, os.path.abspath(place))
+                break
+        else:
+            return (
+                f"cannot import sisyphus (not installed, and no tools/sisyphus in {os.getcwd()}): run it from the "
+                "setup directory, or put Sisyphus on PYTHONPATH (PYTHONPATH=<setup>/tools/sisyphus)"
+            )
+    try:
+        import sisyphus  # noqa: F401 (its RecipeFinder and the settings, as sis has them)
+        import i6_core.returnn.config  # noqa: F401 (what the comparison needs besides Sisyphus)
+    except ModuleNotFoundError as e:
+        return missing(e, "hash-diff")
+    except Exception as e:  # e.g. settings.py failing
+        return f"importing Sisyphus and its settings.py failed: {type(e).__name__}: {e}"
+    return None
+
+
+def missing(e: ModuleNotFoundError, who: str) -> str:
+    """One line for a module that cannot be imported, and how to make it importable."""
+    return (
+        f"{who} needs the module {e.name!r}, which cannot be imported here: run it from the setup directory (where "
+        f"sis finds recipe/{e.name.partition('.')[0]}), or put the directory holding it on PYTHONPATH"
+    )
+
+
 def load(path: str) -> Any:
     """A Sisyphus job directory (its job.save, or the finished archive) or a pickle file, gzipped or not."""
     try:
@@ -49,6 +84,8 @@ def load(path: str) -> Any:
         opener = gzip.open if head == b"\x1f\x8b" else open
         with opener(path, "rb") as f:
             return pickle.load(f)
+    except ModuleNotFoundError as e:
+        raise LoadError(f"{path}: {missing(e, 'it')}") from e
     except Exception as e:
         raise LoadError(f"{path}: cannot be loaded as a job or a pickle: {type(e).__name__}: {e}") from e
 
@@ -67,6 +104,10 @@ def main(argv: list[str]) -> int:
         "--trust", action="store_true", help="load inputs not owned by you or writable by others (they can run code)"
     )
     args = parser.parse_args(argv)
+    problem = setup_imports()
+    if problem is not None:
+        print(f"hash-diff: {problem}", file=sys.stderr)
+        return 2
     if not args.trust:
         for path in (args.a, args.b):
             reason = untrusted(path)

@@ -5,7 +5,8 @@ differ; inside a ReturnnCommonSerializer it compares canonical forms, so dims sh
 
 from __future__ import annotations
 
-from typing import Any, Iterator
+import re
+from typing import Any, Callable, Iterator, NamedTuple, Optional
 
 from i6_core.returnn.config import ReturnnConfig
 from sisyphus import tools
@@ -14,7 +15,7 @@ from sisyphus.job import Job
 from sisyphus.job_path import AbstractPath
 
 from ..serialization.serialized_net import SerializedNet
-from .canonical import Canonicalizer, DimToken, Tagged
+from .canonical import Canonicalizer, DimToken, Tagged, dims_in
 from .sis_hash import canonical_form
 
 
@@ -23,7 +24,7 @@ def explain(a: Any, b: Any, path: str = "") -> Iterator[str]:
     if sis_hash_helper(a) == sis_hash_helper(b):
         return
     if type(a) is not type(b):
-        yield f"{path.rstrip('.')}: {_short(a)} -> {_short(b)}"
+        yield _line(path, a, b)
     elif isinstance(a, SerializedNet) and a.hash_value is not None and b.hash_value is not None:
         yield from explain(a.hash_value, b.hash_value, _join(path, "hash_value."))
     elif isinstance(a, SerializedNet) and (a.hash_value is not None or b.hash_value is not None):
@@ -32,10 +33,7 @@ def explain(a: Any, b: Any, path: str = "") -> Iterator[str]:
     elif isinstance(a, SerializedNet):
         if a.unhashed != b.unhashed:
             yield f"{_join(path, 'unhashed')}: {sorted(a.unhashed)} -> {sorted(b.unhashed)}"
-        (canon_a, form_a), (canon_b, form_b) = canonical_form(a), canonical_form(b)
-        for name in sorted(set(form_a) | set(form_b)):
-            missing = "(not hashed)"
-            yield from _diff_forms(form_a.get(name, missing), form_b.get(name, missing), canon_a, canon_b, path + name)
+        yield from _net_lines(_Side(a, path), _Side(b, path))
     elif isinstance(a, ReturnnConfig):
         parts_a, parts_b = _config_hash_parts(a), _config_hash_parts(b)
         for name in sorted(set(parts_a) | set(parts_b)):
@@ -54,7 +52,11 @@ def explain(a: Any, b: Any, path: str = "") -> Iterator[str]:
         for i, (x, y) in enumerate(zip(a, b)):
             yield from explain(x, y, f"{path.rstrip('.')}[{i}].")
     else:
-        yield f"{path.rstrip('.')}: {_short(a)} -> {_short(b)}"
+        yield _line(path, a, b)
+
+
+def _line(path: str, a: Any, b: Any) -> str:
+    return f"{path.rstrip('.')}: {_short(a)} -> {_short(b)}"
 
 
 def _join(path: str, name: str) -> str:
@@ -108,40 +110,187 @@ def _job_hash_args(job: Job) -> dict[str, Any]:
     return {k: v for k, v in job._sis_kwargs.items() if k not in exclude or exclude[k] != v}
 
 
-def _diff_dicts(a: dict, b: dict, path: str, recurse) -> Iterator[str]:
+def _diff_dicts(a: dict, b: dict, path: str, recurse: Callable, line: Callable = _line) -> Iterator:
+    """``recurse`` into the entries of both, ``line`` for an entry only one has."""
     for key in sorted(set(a) | set(b), key=repr):
         step = f"{path.rstrip('.')}[{key!r}]"
         if key not in b:
-            yield f"{step}: {_short(a[key])} -> (missing)"
+            yield line(step, a[key], _MISSING)
         elif key not in a:
-            yield f"{step}: (missing) -> {_short(b[key])}"
+            yield line(step, _MISSING, b[key])
         else:
             yield from recurse(a[key], b[key], step)
 
 
-def _diff_forms(a: Any, b: Any, canon_a: Canonicalizer, canon_b: Canonicalizer, path: str) -> Iterator[str]:
-    """Differences of two canonical forms; dims are shown with their full definitions."""
+_MISSING_SECTION = "(not hashed)"
+_DIM = re.compile(r"dim#(\d+)")
+_SPELLED = re.compile(r"dim#(\d+) ")  # a dim's first occurrence: its index, then its definition
+
+
+class _Missing:
+    """An entry only one side has."""
+
+    def __repr__(self) -> str:
+        return "(missing)"
+
+
+_MISSING = _Missing()
+
+
+class _Side:
+    """One serializer's canonical form and what hash-diff says of its dims: the description of each index (which the
+    form leaves out: it is not hashed), where it first occurs, and the dims it is made of."""
+
+    def __init__(self, net: SerializedNet, prefix: str):
+        self.prefix = prefix
+        self.canon, self.form = canonical_form(net)
+        index = self.canon.index
+        refs = {index[id(ref)]: ref for ref in dims_in(value for _, value in net.sections()) if id(ref) in index}
+        self.names = {i: ref.written_description() for i, ref in refs.items()}
+        self.made_of = {i: {index[id(d)] for d in ref.dependencies() if id(d) in index} for i, ref in refs.items()}
+        self.first_at: dict[int, str] = {}
+        for at, leaf in _leaves(self.form, prefix):
+            for found in _SPELLED.finditer(repr(leaf)):
+                self.first_at.setdefault(int(found.group(1)), at)
+
+    def named(self, text: str) -> str:
+        """``text`` with each dim named by its description: ``dim#3 'model' feature 64``, ``<dim#3 'model'>``."""
+
+        def name(found: re.Match) -> str:
+            description = self.names.get(int(found.group(1)))
+            return found.group(0) if description is None else f"{found.group(0)} {description!r}"
+
+        return _DIM.sub(name, text)
+
+    def closure(self, index: int) -> set[int]:
+        """The dim and every dim it is made of."""
+        out, stack = set(), [index]
+        while stack:
+            i = stack.pop()
+            if i not in out:
+                out.add(i)
+                stack.extend(self.made_of.get(i, ()))
+        return out
+
+
+def _leaves(form: dict[str, Any], path: str) -> Iterator[tuple[str, Any]]:
+    """(path, leaf) of a canonical form in canonical order (the order its dims are numbered in); dict keys that are
+    not str are leaves too."""
+    stack: list[tuple[str, Any]] = [(path + name, value) for name, value in reversed(form.items())]
+    while stack:
+        at, value = stack.pop()
+        if type(value) is dict:
+            for key, item in reversed(value.items()):
+                stack.append((f"{at}[{key!r}]", item))
+                if type(key) is not str:
+                    stack.append((f"{at}[{key!r}]", key))
+        elif type(value) in (list, tuple):
+            stack.extend((f"{at}[{i}]", item) for i, item in reversed(list(enumerate(value))))
+        elif type(value) is Tagged:
+            stack.extend((f"{at}[{i}]", item) for i, item in reversed(list(enumerate(value[1:]))))
+        else:
+            yield at, value
+
+
+class _Change(NamedTuple):
+    """One difference of two canonical forms: its path, the two sides as text, and the dims of B it is about (those
+    in its value in B; for a value without dims, the dims beside it in its dict, e.g. a layer's shape)."""
+
+    path: str
+    a: str
+    b: str
+    dims: set[int]
+
+
+def _net_lines(a: _Side, b: _Side) -> Iterator[str]:
+    """The differences of two serializers' canonical forms, each changed dim that is made of no other changed dim
+    first, with the lines that follow from it indented beneath it: the dims made of it, and values in dicts that
+    hold such dims (in a Transformer, one model dim's size changes the bounds of a dozen initializers)."""
+    changes: list[_Change] = []
+    for name in sorted(set(a.form) | set(b.form)):
+        changes.extend(
+            _diff_forms(a.form.get(name, _MISSING_SECTION), b.form.get(name, _MISSING_SECTION), a, b, a.prefix + name)
+        )
+    defs_a, defs_b = a.canon.definitions, b.canon.definitions
+    changed = {i for i in range(len(defs_b)) if i >= len(defs_a) or defs_a[i] != defs_b[i]}
+    roots = sorted(i for i in changed if not (b.closure(i) - {i}) & changed)
+    groups: dict[Optional[int], list[_Change]] = {}
+    order: list[tuple[Optional[int], _Change]] = []
+    for change in changes:
+        made_of = set().union(*map(b.closure, change.dims)) if change.dims else set()
+        root = next((r for r in roots if b.first_at.get(r) == change.path), None)
+        if root is None:
+            root = next((r for r in roots if r in made_of), None)
+        if root not in groups or root is None:
+            order.append((root, change))
+        groups.setdefault(root, []).append(change)
+    for root, change in order:
+        if root is None:
+            yield f"{change.path}: {change.a} -> {change.b}"
+            continue
+        own = f"dim#{root}"
+        members = [c for c in groups[root] if not (c.path == b.first_at[root] and c.b.startswith(b.named(own) + " "))]
+        before = a.named(defs_a[root]) if root < len(defs_a) else "(none)"
+        follows = f", and {_count(len(members), 'line that follows', 'lines that follow')} from it:" if members else ""
+        yield f"{b.named(own)} (first at {b.first_at[root]}): {before} -> {b.named(defs_b[root])}{follows}"
+        yield from _merged(members)
+
+
+def _merged(changes: list[_Change]) -> Iterator[str]:
+    """Indented lines of ``changes``; one line for each change of one key from one value to one other (the same
+    initializer bound in every layer), with the number of places."""
+    alike: dict[tuple[str, str, str], list[_Change]] = {}
+    for change in changes:
+        alike.setdefault((change.path[change.path.rfind("[") :], change.a, change.b), []).append(change)
+    for first, *more in alike.values():
+        also = f" (and {_count(len(more), 'more place', 'more places')})" if more else ""
+        yield f"  {first.path}: {first.a} -> {first.b}{also}"
+
+
+def _diff_forms(a: Any, b: Any, side_a: _Side, side_b: _Side, path: str, beside: frozenset[int] = frozenset()):
+    """Differences of two canonical forms (``beside``: the dims in the dict around them); a changed dim shows its
+    full definition."""
     if type(a) is not type(b):
-        yield f"{path}: {_form(a, canon_a)} -> {_form(b, canon_b)}"
+        yield _change(path, a, b, side_a, side_b, beside)
     elif type(a) is dict:
-        yield from _diff_dicts(a, b, path, lambda x, y, p: _diff_forms(x, y, canon_a, canon_b, p))
+        near = frozenset(int(i) for item in b.values() if type(item) is not dict for i in _DIM.findall(repr(item)))
+        yield from _diff_dicts(
+            a,
+            b,
+            path,
+            lambda x, y, p: _diff_forms(x, y, side_a, side_b, p, near),
+            lambda p, x, y: _change(p, x, y, side_a, side_b, near),
+        )
     elif type(a) in (list, tuple) and len(a) == len(b):
         for i, (x, y) in enumerate(zip(a, b)):
-            yield from _diff_forms(x, y, canon_a, canon_b, f"{path}[{i}]")
+            yield from _diff_forms(x, y, side_a, side_b, f"{path}[{i}]", beside)
     elif type(a) is Tagged and len(a) == len(b) and a[0] == b[0]:
         for i, (x, y) in enumerate(zip(a[1:], b[1:])):
-            yield from _diff_forms(x, y, canon_a, canon_b, f"{path}[{i}]")
+            yield from _diff_forms(x, y, side_a, side_b, f"{path}[{i}]", beside)
     elif type(a) is DimToken:
         if a.text != b.text:  # a changed dim differs where it first occurs; elsewhere only if the sharing changed
-            yield f"{path}: {canon_a.describe_dim(a.index)} -> {canon_b.describe_dim(b.index)}"
+            yield _change(path, a, b, side_a, side_b, beside)
     elif repr(a) != repr(b):
-        yield f"{path}: {_form(a, canon_a)} -> {_form(b, canon_b)}"
+        yield _change(path, a, b, side_a, side_b, beside)
 
 
-def _form(value: Any, canon: Canonicalizer) -> str:
-    return canon.describe_dim(value.index) if type(value) is DimToken else _short(value)
+def _change(path: str, a: Any, b: Any, side_a: _Side, side_b: _Side, beside: frozenset[int]) -> _Change:
+    text_a, text_b = _text(a, side_a.canon), _text(b, side_b.canon)
+    dims = {int(i) for i in _DIM.findall(text_b)} or set(beside)
+    return _Change(path, _cut(side_a.named(text_a)), _cut(side_b.named(text_b)), dims)
+
+
+def _text(value: Any, canon: Canonicalizer) -> str:
+    return canon.describe_dim(value.index) if type(value) is DimToken else repr(value)
+
+
+def _count(number: int, one: str, many: str) -> str:
+    return f"{number} {one if number == 1 else many}"
 
 
 def _short(value: Any) -> str:
-    text = repr(value)
+    return _cut(repr(value))
+
+
+def _cut(text: str) -> str:
     return text if len(text) <= 200 else text[:197] + "..."
