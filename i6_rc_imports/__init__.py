@@ -1,9 +1,5 @@
-"""The package of versioned modules (see :mod:`i6_rc_jobs.imports`). Importing it lets Python find them in the
-import cache by name, in any process, and keeps two copies of one function apart (see
-:mod:`i6_rc_jobs.imports.code_identity`)."""
+"""The former name of :mod:`i6_rc_jobs.versioned`, installed by pip beside it and needed by nothing else: job
+pickles written before the move name versioned modules ``i6_rc_imports.<host>.<owner>.<name>.c<commit>...``, and
+importing such a name still finds that version in the import cache, as it did then."""
 
-from i6_rc_jobs.imports import code_identity
-from i6_rc_jobs.imports.finder import install
-
-install()
-code_identity.install()
+import i6_rc_jobs.versioned  # noqa: F401: installs the finder, which takes both names

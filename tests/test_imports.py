@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import gzip
 import hashlib
+import importlib
 import itertools
 import logging
 import os
@@ -92,7 +93,7 @@ def origin(tmp_path, monkeypatch) -> Origin:
     monkeypatch.setenv("GIT_CONFIG_KEY_0", f"url.{path}.insteadOf")
     monkeypatch.setenv("GIT_CONFIG_VALUE_0", f"https://{REPO}")
     monkeypatch.setenv(ENV, str(made.cache))
-    for name in [name for name in sys.modules if name.startswith("i6_rc_imports")]:
+    for name in [name for name in sys.modules if name.startswith(("i6_rc_jobs.versioned.", "i6_rc_imports."))]:
         del sys.modules[name]  # the same commits are made again by every test
     return made
 
@@ -346,7 +347,7 @@ def test_development_mode_imports_the_working_copy_and_says_what_it_holds(origin
     _git(copy, "add", "staged.py")
     (copy / "untracked.py").write_text("UNTRACKED = True\n")
     (copy / "my notes.txt").write_text("quoted by git status\n")
-    for name in [name for name in sys.modules if name.startswith("i6_rc_imports")]:
+    for name in [name for name in sys.modules if name.startswith(("i6_rc_jobs.versioned.", "i6_rc_imports."))]:
         del sys.modules[name]
     caplog.clear()
     with caplog.at_level(logging.WARNING, logger="i6_rc_jobs.imports"):
@@ -400,6 +401,19 @@ def test_objects_of_a_version_unpickle_in_a_process_that_never_imported_it(origi
     )
 
 
+def test_objects_pickled_under_the_former_package_name_still_unpickle_in_a_fresh_process(origin):
+    """Job pickles written before the versioned modules moved under i6_rc_jobs name them i6_rc_imports...; such a
+    name (imported here the way those processes did) still finds its version by the name alone."""
+    versioned = [import_(REPO, "pkg", origin.version(i)) for i in (0, 1)]  # into the cache
+    names = [module.__name__.replace("i6_rc_jobs.versioned.", "i6_rc_imports.", 1) for module in versioned]
+    assert all(name.startswith("i6_rc_imports.example_org.test.origin.c") for name in names)
+    pickled = pickle.dumps([importlib.import_module(f"{name}.helper").value for name in names])
+    assert pickled.count(b"i6_rc_imports.example_org") == 2 and b"i6_rc_jobs.versioned" not in pickled
+    code = "import pickle, sys; print([f() for f in pickle.loads(sys.stdin.buffer.read())])"
+    done = subprocess.run([sys.executable, "-c", code], input=pickled, capture_output=True)
+    assert (done.returncode, done.stdout) == (0, b"[1, 2]\n"), done.stderr
+
+
 def test_a_sisyphus_worker_runs_a_job_holding_a_function_of_a_version(origin, tmp_path):
     setup = make_setup(
         tmp_path / "setup",
@@ -419,7 +433,7 @@ def test_a_sisyphus_worker_runs_a_job_holding_a_function_of_a_version(origin, tm
     written = (setup / "output" / "returnn.config").read_text()
     assert "def value():\n    return VALUE" in written
     job_save = job_dirs(setup, "CreateConfigJob")[0] / "job.save"
-    assert b"i6_rc_imports.example_org.test.origin.c" + origin.commits[1].encode() in gzip.decompress(
+    assert b"i6_rc_jobs.versioned.example_org.test.origin.c" + origin.commits[1].encode() in gzip.decompress(
         job_save.read_bytes()
     )
 
@@ -448,17 +462,17 @@ def _returnn_before_its_code_object_cache(tmp_path: Path) -> Path:
 
 
 def test_returnn_tells_two_copies_of_one_function_apart_in_processes_with_versioned_modules(tmp_path):
-    """Whether RETURNN's module is loaded before or after i6_rc_imports, also with a RETURNN that had no such cache
-    yet; without i6_rc_imports, RETURNN takes one copy for the other (the premise: should RETURNN fix its cache,
-    this says that i6_rc_jobs.imports.code_identity can go)."""
+    """Whether RETURNN's module is loaded before or after i6_rc_jobs.versioned, also with a RETURNN that had no such
+    cache yet; without i6_rc_jobs.versioned, RETURNN takes one copy for the other (the premise: should RETURNN fix its
+    cache, this says that i6_rc_jobs.imports.code_identity can go)."""
     code = """
         import importlib.util, sys
         module = "returnn.util.better_exchook"
         if sys.argv[1] == "before":
             import returnn.util.better_exchook
         if sys.argv[1] != "without":
-            import i6_rc_imports
-        if sys.argv[1] == "after":  # found through i6_rc_imports' finder, whose loader still does all a loader does
+            import i6_rc_jobs.versioned
+        if sys.argv[1] == "after":  # found through the versioned modules' finder, whose loader does all a loader does
             assert "def get_func_from_code_object" in importlib.util.find_spec(module).loader.get_source(module)
         from returnn.util.better_exchook import get_func_from_code_object
         copies = []
@@ -512,7 +526,7 @@ def test_models_built_with_returnn_common_at_a_version_and_installed_serialize_a
                 from returnn_common import nn
             else:
                 nn = import_("github.com/rwth-i6/returnn_common", "nn", which)
-                assert nn.__name__.startswith("i6_rc_imports.github_com.rwth_i6.returnn_common.c"), nn.__name__
+                assert nn.__name__.startswith("i6_rc_jobs.versioned.github_com.rwth_i6.returnn_common.c"), nn.__name__
             sys.stderr.write("\\0" + build(nn))
     """
     version, before = pinned_version("returnn_common"), pinned_version("returnn_common", back=1)

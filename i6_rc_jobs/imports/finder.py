@@ -1,6 +1,6 @@
-"""Finds versioned modules by name, ``i6_rc_imports.<host>.<owner>.<name>.c<commit>`` (or ``...dev_...``), in the
-cache. import_ tells it where it just put a version; a process that only has the name (a Sisyphus worker unpickling
-a job that holds a function or class of a versioned module) gets it from the cache all the same."""
+"""Finds versioned modules by name, ``i6_rc_jobs.versioned.<host>.<owner>.<name>.c<commit>`` (or ``...dev_...``),
+in the cache. import_ tells it where it just put a version; a process that only has the name (a Sisyphus worker
+unpickling a job that holds a function or class of a versioned module) gets it from the cache all the same."""
 
 from __future__ import annotations
 
@@ -18,9 +18,10 @@ from .dev import dev_root, state_name
 from .errors import VersionedImportError
 from .names import Repo
 
-#: The package of all versioned modules (a real, empty package, so that Python looks for its submodules).
-ROOT_PACKAGE = "i6_rc_imports"
-_DEPTH = 5  # i6_rc_imports, host, owner, name, version
+#: The package of all versioned modules (a real package, so that Python looks for its submodules).
+ROOT_PACKAGE = "i6_rc_jobs.versioned"
+#: Its former name, which job pickles written before the move hold: modules under it are found as before.
+FORMER_ROOT_PACKAGE = "i6_rc_imports"
 _known: dict[str, Path] = {}  # version package name -> its tree
 
 
@@ -46,16 +47,17 @@ def file_module_name(file_name: str) -> str:
 
 class _Finder(importlib.abc.MetaPathFinder):
     def find_spec(self, fullname: str, path=None, target=None) -> Optional[importlib.machinery.ModuleSpec]:
-        parts = fullname.split(".")
-        if parts[0] != ROOT_PACKAGE or len(parts) == 1:
+        root = next((root for root in (ROOT_PACKAGE, FORMER_ROOT_PACKAGE) if fullname.startswith(root + ".")), None)
+        if root is None:
             return None
-        if len(parts) > _DEPTH:  # inside a version: Python's finder, but for files named as file_module_name says
+        parts = fullname.removeprefix(root + ".").split(".")  # host, owner, name, version, then inside the version
+        if len(parts) > 4:  # inside a version: Python's finder, but for files named as file_module_name says
             return _file_spec(fullname, parts[-1], path or [])
-        if len(parts) < _DEPTH:
+        if len(parts) < 4:
             spec = importlib.machinery.ModuleSpec(fullname, None, is_package=True)
             spec.submodule_search_locations = []
             return spec
-        tree = _known.get(fullname) or _search(parts)
+        tree = _known.get(fullname) or _search(fullname, parts)
         init = tree / "__init__.py"  # a repository that is a package (returnn_common) runs its __init__.py
         if init.exists():
             return importlib.util.spec_from_file_location(fullname, init, submodule_search_locations=[str(tree)])
@@ -89,29 +91,30 @@ def entries_named(directory: Path, name: str) -> list[str]:
     ]
 
 
-def _search(parts: list[str]) -> Path:
-    """The tree of a version package found only by its name: in the cache's trees, or the development copies."""
+def _search(fullname: str, parts: list[str]) -> Path:
+    """The tree of the version package ``fullname`` (``parts``: host, owner, name, version) found only by its name:
+    in the cache's trees, or the development copies."""
     root = cache_root()
-    development = parts[4].startswith("dev_")  # the working copy, whatever it holds now
+    development = parts[3].startswith("dev_")  # the working copy, whatever it holds now
     base = dev_root(root) if development else root / "trees"
-    leaf = "" if development else parts[4][1:]
+    leaf = "" if development else parts[3][1:]
     found = []
     for host in _listdir(base):
         for owner in _listdir(base / host):
             for name in _listdir(base / host / owner):
-                if [identifier(host), identifier(owner), identifier(name)] == parts[1:4]:
+                if [identifier(host), identifier(owner), identifier(name)] == parts[:3]:
                     tree = base / host / owner / name / leaf
                     if tree.is_dir():
                         found.append(tree)
     if len(found) != 1:
         problem = "is not in" if not found else f"matches {len(found)} trees in"
         raise VersionedImportError(
-            f"{'.'.join(parts)} {problem} the import cache {root}: fetch its version first "
+            f"{fullname} {problem} the import cache {root}: fetch its version first "
             f"(python -m i6_rc_jobs fetch REPO VERSION), or call import_ for it"
         )
-    if development and state_name(found[0]) != parts[4]:
+    if development and state_name(found[0]) != parts[3]:
         raise VersionedImportError(
-            f"{'.'.join(parts)}: the development working copy {found[0]} has changed since (it is "
+            f"{fullname}: the development working copy {found[0]} has changed since (it is "
             f"{state_name(found[0])} now), so it is not the code this name stands for"
         )
     return found[0]
