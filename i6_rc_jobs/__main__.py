@@ -8,7 +8,12 @@ import sys
 if not __package__:  # run as ``python recipe/i6_rc_jobs ...``: Python put the package's own directory on sys.path
     sys.path[0] = os.path.dirname(os.path.abspath(sys.path[0]))  # its parent instead, where i6_rc_jobs is found
 
-COMMANDS = {"hash-diff": "i6_rc_jobs.cli.hash_diff", "fetch": "i6_rc_jobs.cli.fetch"}
+COMMANDS = {
+    "hash-diff": "i6_rc_jobs.cli.hash_diff",
+    "fetch": "i6_rc_jobs.cli.fetch",
+    "prefetch": "i6_rc_jobs.cli.prefetch",
+    "ide-paths": "i6_rc_jobs.cli.ide_paths",
+}
 
 
 def main(argv: list[str]) -> int:
