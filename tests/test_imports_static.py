@@ -29,16 +29,20 @@ def _run(cwd: Path, *args: str, **env: str) -> subprocess.CompletedProcess:
 
 @pytest.fixture
 def setup(origin, tmp_path, monkeypatch) -> Path:
-    """A Sisyphus setup directory whose config imports a version of the origin whose code imports a version of a
-    second repository, ``example.org/test/lib``; and calls import_ once in a way no source reading can resolve."""
+    """A Sisyphus setup directory whose config imports, from a version of the origin, a package that imports a
+    version of a second repository (``example.org/test/lib``) in a module of its own, and a ``.config`` file that
+    imports another version of it; and that calls import_ once in a way no reading of the source can resolve."""
     lib = Origin(tmp_path / "lib", origin.cache, [])
     lib.path.mkdir()
     _git(lib.path, "init", "-q", "-b", "main")
     lib.commit({"lib.py": "VALUE = 'lib'\n"}, "2024-05-06T07:08:09+01:00")
+    lib.commit({"lib.py": "VALUE = 'lib 2'\n"}, "2024-05-07T07:08:09+01:00")
+    uses = "from i6_rc_jobs.imports import import_\n\n"
     origin.commit(
         {
-            "uses_lib.py": f"from i6_rc_jobs.imports import import_\n\nLIB = {lib.version(0)!r}\n"
-            f"VALUE = import_({LIB!r}, 'lib.py', LIB).VALUE\n"
+            "app/__init__.py": "from .uses_lib import VALUE\n",
+            "app/uses_lib.py": f"{uses}LIB = {lib.version(0)!r}\nVALUE = import_({LIB!r}, 'lib.py', LIB).VALUE\n",
+            "settings.config": f"{uses}VALUE = import_({LIB!r}, 'lib.py', {lib.version(1)!r}).VALUE\n",
         },
         "2024-06-07T08:09:10+01:00",
     )
@@ -54,7 +58,8 @@ def setup(origin, tmp_path, monkeypatch) -> Path:
 
 
             def py():
-                return import_({REPO!r}, "uses_lib.py", VERSION).VALUE
+                app = import_({REPO!r}, "app", VERSION)
+                return [app.VALUE, import_({REPO!r}, "settings.config", VERSION).VALUE]
             """))
     (setup / "config" / "other.py").write_text(
         f"from i6_rc_jobs.imports import import_\n\n\ndef py(version):\n    return import_({REPO!r}, 'pkg', version)\n"
@@ -68,24 +73,26 @@ def test_prefetch_fetches_the_whole_import_graph_and_a_process_without_network_i
     done = _run(setup, "prefetch")
     assert done.returncode == 1, done.stderr  # one call not resolved statically
     tree = origin.cache / "trees" / "example.org" / "test" / "origin" / origin.commits[2]
-    lib_version = f"{_git(tmp_path / 'lib', 'log', '-1', '--format=%cd', '--date=format:%Y%m%d').strip()}-"
-    lines = done.stdout.splitlines()
-    assert lines[0] == f"config/main.py:7: {REPO} uses_lib.py {origin.version(2)}"
-    assert lines[1].startswith(f"{tree}/uses_lib.py:4: {LIB} lib.py {lib_version}")
-    assert lines[2] == (
+    lib = Origin(
+        tmp_path / "lib", origin.cache, [_git(tmp_path / "lib", "rev-parse", f"HEAD~{i}").strip() for i in (1, 0)]
+    )
+    lib_versions = [lib.version(0), lib.version(1)]
+    assert done.stdout.splitlines() == [
+        f"config/main.py:7: {REPO} app {origin.version(2)}",
+        f"config/main.py:8: {REPO} settings.config {origin.version(2)}",
+        f"{tree}/app/uses_lib.py:4: {LIB} lib.py {lib_versions[0]}",
+        f"{tree}/settings.config:3: {LIB} lib.py {lib_versions[1]}",
         "config/other.py:5: not resolved statically: version version: not a string literal, nor a name of a string "
-        "assigned once at module level"
-    )
-    assert (
-        lines[3] == f"2 calls of import_, 2 versions in the cache {origin.cache}, 1 not resolved statically, 0 errors"
-    )
+        "assigned once at module level",
+        f"4 calls of import_, 3 versions in the cache {origin.cache}, 1 not resolved statically, 0 errors",
+    ]
     shutil.move(origin.path, tmp_path / "moved-away")  # the network is gone: neither repository can be reached
     shutil.move(tmp_path / "lib", tmp_path / "moved-away-lib")
     code = "import sys; sys.path.insert(0, 'config'); import main; print(main.py())"
     done = subprocess.run(
         [sys.executable, "-c", code], cwd=setup, env={**os.environ, "PATH": "/nonexistent"}, capture_output=True
     )
-    assert (done.returncode, done.stdout) == (0, b"lib\n"), done.stderr
+    assert (done.returncode, done.stdout) == (0, b"['lib', 'lib 2']\n"), done.stderr
 
 
 def test_prefetch_exits_0_when_all_is_fetched_and_2_naming_the_call_of_a_path_not_in_its_version(origin, setup):
