@@ -6,6 +6,7 @@ tokens of its inputs), never by description or variable name. Everything else ke
 
 from __future__ import annotations
 
+import hashlib
 from typing import Any, Callable, Iterable, Iterator, Optional
 
 from i6_core.returnn.config import CodeWrapper
@@ -13,8 +14,9 @@ from sisyphus.delayed_ops import DelayedBase
 from sisyphus.hash import sis_hash_helper
 
 from ..serialization.errors import SerializationError
+from ..serialization.numpy_values import check_numpy, numpy_of
 from ..serialization.refs import DimRef, MarkedRef, derived_shape
-from ..serialization.values import LEAF_TYPES, check_leaf, is_namedtuple, key_step, walk_guarded
+from ..serialization.values import LEAF_TYPES, check_leaf, imported_source, is_namedtuple, key_step, walk_guarded
 
 
 class Token:
@@ -103,6 +105,22 @@ def _code_token(wrapper: CodeWrapper) -> Token:
     return Token(f"code {code}")
 
 
+def _imported_token(module: str, qualname: str) -> Token:
+    """A function or class the config imports, by its module and qualified name (dotted identifiers, so the token
+    ends where they do; a versioned module's name carries its commit)."""
+    return Token(f"import {module}:{qualname}")
+
+
+def _numpy_token(value: Any, numpy: Any) -> Token:
+    """A numpy scalar by its dtype (byte order included) and bytes; an array by its dtype, shape and the sha256 of its
+    bytes in C order. The dtype as a string literal, since it may hold ``>`` (big-endian)."""
+    check_numpy(value, numpy)
+    data = numpy.ascontiguousarray(value).tobytes()
+    if isinstance(value, numpy.generic):
+        return Token(f"numpy-scalar {value.dtype.str!r} {data.hex()}")
+    return Token(f"numpy-array {value.dtype.str!r} {value.shape!r} sha256:{hashlib.sha256(data).hexdigest()}")
+
+
 def _first(pair: tuple) -> Any:
     return pair[0]
 
@@ -181,6 +199,12 @@ class Canonicalizer:
             return _code_token(value)
         if isinstance(value, DelayedBase):
             return Token(f"sisyphus {sis_hash_helper(value).hex()}")
+        numpy = numpy_of(value)
+        if numpy is not None:
+            return _numpy_token(value, numpy)
+        source = imported_source(value)
+        if source is not None:
+            return _imported_token(*source)
         check_leaf(value)
         return value
 
