@@ -15,8 +15,8 @@ from .errors import SerializationError, describe
 KINDS = frozenset("biufcmMSU")
 #: Arrays of at most this many items, all bools, ints or finite floats of at most 64 bits (which read back exactly
 #: from Python's literals), are written as a list of their items; all others as their bytes, in base64 (1.33
-#: characters per byte; a 1000x1000 float32 array: 5.3 MB of code, 0.02 s to write, 0.1 s to compile and load,
-#: against 20 MB and 2.5 s as a list).
+#: characters per byte). Measured on a 1000x1000 float32 array of random normals: 5.3 MB of code, written in 0.03 s,
+#: compiled and run in 0.06 s; as a list it would be 32.6 MB, 1.5 s and 4.4 s.
 READABLE_ITEMS = 1000
 
 
