@@ -52,11 +52,16 @@ SCALARS = {
     "complex128": numpy.complex128(1 - 2j),
     "longdouble": numpy.longdouble(1) / 3,
     "str_": numpy.str_("x"),
+    "str_ with a trailing NUL": numpy.str_("a\x00"),  # item() would drop it
+    "bytes_ with a trailing NUL": numpy.bytes_(b"a\x00"),
+    "empty str_ (itemsize 0)": numpy.str_(""),
     "timedelta64": numpy.timedelta64(5, "s"),
 }
 
 
 def _same(value, loaded) -> None:
+    """The same type, dtype, shape and bytes, little-endian (see the test of byte order)."""
+    value = value.astype(value.dtype.newbyteorder("<")) if value.dtype.str[0] == ">" else value
     assert type(loaded) is type(value), (type(loaded), type(value))
     assert loaded.dtype.str == value.dtype.str and loaded.shape == value.shape
     assert numpy.ascontiguousarray(loaded).tobytes() == numpy.ascontiguousarray(value).tobytes()
@@ -88,7 +93,20 @@ def _hash(value) -> bytes:
     return ReturnnCommonSerializer(network={"c": {"class": "constant", "value": value}})._sis_hash()
 
 
-def test_numpy_hash_changes_with_any_element_the_dtype_the_byte_order_or_the_shape():
+def test_byte_order_is_neither_written_nor_hashed_as_numpys_pickling_drops_it():
+    """numpy pickles a big-endian array (Python's default protocol 4) as a little-endian one of the same items: the
+    serializer, pickled for every Sisyphus worker, must write and hash them alike."""
+    big = numpy.array([[1.5, -2.0]], dtype=">f8")
+    assert pickle.loads(pickle.dumps(big)).dtype.str == "<f8"  # numpy's behaviour, the reason
+    serializer = ReturnnCommonSerializer(network={"c": {"value": big, "u": numpy.array(["ab"], dtype=">U2")}})
+    unpickled = pickle.loads(pickle.dumps(serializer))
+    assert unpickled._sis_hash() == serializer._sis_hash() and unpickled.get() == serializer.get()
+    little = {"c": {"value": big.astype("<f8"), "u": numpy.array(["ab"], dtype="<U2")}}
+    assert ReturnnCommonSerializer(network=little)._sis_hash() == serializer._sis_hash()
+    _same(big, load(serializer.get())["network"]["c"]["value"])
+
+
+def test_numpy_hash_changes_with_any_element_the_dtype_or_the_shape():
     base = numpy.arange(6, dtype=numpy.float32).reshape(2, 3)
     one_element = base.copy()
     one_element[1, 2] = numpy.nextafter(one_element[1, 2], numpy.float32(100))
@@ -97,7 +115,6 @@ def test_numpy_hash_changes_with_any_element_the_dtype_the_byte_order_or_the_sha
         base,
         one_element,
         base.astype(numpy.float64),
-        base.astype(">f4"),
         base.reshape(3, 2),
         base.reshape(1, 2, 3),
         base.ravel(),
@@ -110,7 +127,7 @@ def test_numpy_hash_changes_with_any_element_the_dtype_the_byte_order_or_the_sha
     ]
     hashes = [_hash(v) for v in variants]
     assert len(set(hashes)) == len(variants)
-    assert _hash(numpy.asfortranarray(base)) == _hash(base.T.copy().T) == hashes[0]  # memory layout is not content
+    assert _hash(numpy.asfortranarray(base)) == _hash(base.T.copy().T) == hashes[0]  # memory layout: not content
 
 
 def test_functions_and_classes_load_back_as_themselves_also_as_keys_and_set_elements():
@@ -232,3 +249,15 @@ def test_returnn_builds_a_constant_layer_of_a_numpy_array_and_an_eval_layer_of_a
         const, twice = session.run([net.layers["const"].output.placeholder, net.layers["twice"].output.placeholder])
     assert const.dtype == numpy.float32 and const.tobytes() == value.tobytes()
     assert numpy.array_equal(twice, value * 2, equal_nan=True)
+
+
+def test_numpy_scalars_as_dict_keys_beside_tuples_hash_and_write():
+    """numpy compares a scalar with a tuple item by item, as an array: such keys are ordered canonically instead."""
+    from tests.support.records import Pair
+
+    time = Dim(None, description="time")
+    network = {"x": {numpy.float32(1.5): "a", Pair(time, 1): "b", (time, "c"): "d"}}
+    serializer = ReturnnCommonSerializer(network=network)
+    reordered = ReturnnCommonSerializer(network={"x": dict(reversed(list(network["x"].items())))})
+    assert serializer._sis_hash() == reordered._sis_hash()
+    assert load(serializer.get())["network"]["x"][numpy.float32(1.5)] == "a"

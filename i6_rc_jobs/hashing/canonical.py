@@ -14,7 +14,7 @@ from sisyphus.delayed_ops import DelayedBase
 from sisyphus.hash import sis_hash_helper
 
 from ..serialization.errors import SerializationError
-from ..serialization.numpy_values import check_numpy, numpy_of
+from ..serialization.numpy_values import check_numpy, little_endian, numpy_of
 from ..serialization.refs import DimRef, MarkedRef, derived_shape
 from ..serialization.values import LEAF_TYPES, check_leaf, imported_source, is_namedtuple, key_step, walk_guarded
 
@@ -112,9 +112,10 @@ def _imported_token(module: str, qualname: str) -> Token:
 
 
 def _numpy_token(value: Any, numpy: Any) -> Token:
-    """A numpy scalar by its dtype (byte order included) and bytes; an array by its dtype, shape and the sha256 of its
-    bytes in C order. The dtype as a string literal, since it may hold ``>`` (big-endian)."""
+    """A numpy scalar by its dtype and bytes; an array by its dtype, shape and the sha256 of its bytes in C order;
+    little-endian, as written. The dtype as a string literal (``'<f4'``): it holds ``<``."""
     check_numpy(value, numpy)
+    value = little_endian(value)
     data = numpy.ascontiguousarray(value).tobytes()
     if isinstance(value, numpy.generic):
         return Token(f"numpy-scalar {value.dtype.str!r} {data.hex()}")
@@ -230,7 +231,7 @@ class Canonicalizer:
     def _dict(self, value: dict) -> dict:
         try:
             pairs = sorted(value.items())  # str keys are distinct: values are never compared
-        except TypeError:  # dims or mixed types as keys
+        except (TypeError, ValueError):  # dims or mixed types as keys (numpy compares a scalar with a tuple as arrays)
             return dict(self._in_order(value, lambda key: self._pair(key, value[key])))
         # keys that sort without a total order (sets by inclusion, nan) would keep their insertion order
         if pairs and type(pairs[0][0]) is not str and not all(a[0] < b[0] for a, b in zip(pairs, pairs[1:])):

@@ -13,8 +13,9 @@ from .errors import SerializationError, describe
 #: The dtype kinds taken: all but object (``O``: the items are Python objects, with no code form of their own) and
 #: void (``V``: structured and raw records, whose ``dtype.str`` does not name their fields).
 KINDS = frozenset("biufcmMSU")
-#: Arrays of at most this many items, all bools, ints or finite floats of at most 64 bits (which read back exactly
-#: from Python's literals), are written as a list of their items; all others as their bytes, in base64 (1.33
+#: Arrays of at most this many items, all bools, ints, finite floats of at most 64 bits, str or bytes (which read back
+#: exactly from Python's literals; numpy pads str and bytes with NULs), are written as a list of their items; all
+#: others as their bytes, in base64 (1.33
 #: characters per byte). Measured on a 1000x1000 float32 array of random normals: 5.3 MB of code, written in 0.03 s,
 #: compiled and run in 0.06 s; as a list it would be 32.6 MB, 1.5 s and 4.4 s.
 READABLE_ITEMS = 1000
@@ -43,12 +44,19 @@ def check_numpy(value: Any, numpy: ModuleType) -> None:
         )
 
 
+def little_endian(value: Any) -> Any:
+    """``value`` with its items little-endian: what is written and hashed. Byte order, like memory layout, is how the
+    items are stored, not what they are (TensorFlow reads both alike), and numpy's pickling (protocol 4, Python's
+    default) turns it into the machine's: a serializer must write and hash alike before and after pickling."""
+    return value.astype(value.dtype.newbyteorder("<")) if value.dtype.str[0] == ">" else value
+
+
 def readable(value: Any, numpy: ModuleType) -> bool:
     """Whether ``value`` is written as its items (see :data:`READABLE_ITEMS`), else as its bytes."""
     dtype = value.dtype
     if value.size > READABLE_ITEMS:
         return False
-    if dtype.kind in "biu":
+    if dtype.kind in "biuSU":
         return True
     return dtype.kind == "f" and dtype.itemsize <= 8 and bool(numpy.isfinite(value).all())
 

@@ -13,7 +13,7 @@ from i6_core.returnn.config import CodeWrapper
 from sisyphus.delayed_ops import DelayedBase
 
 from .errors import SerializationError, describe
-from .numpy_values import check_numpy, numpy_of, readable
+from .numpy_values import check_numpy, little_endian, numpy_of, readable
 from .refs import MARKERS, DimRef, MarkedRef
 from .strings import str_code
 from .values import (
@@ -199,16 +199,18 @@ class CodeWriter:
         return _layout(codes, indent, f"{name}(", ")")
 
     def _numpy(self, value: Any, numpy: ModuleType, indent: str) -> str:
-        """A numpy array or scalar, read back with its type, dtype (byte order included), shape and content: as
+        """A numpy array or scalar, read back with its type, dtype (little-endian), shape and content: as
         its items where they read back exactly (``float32(1.5)``, ``array([...], dtype="<f4").reshape((2, 3))``),
         else as its bytes (``frombuffer(b64decode("..."), dtype="<f4")``, then ``[0]`` for a scalar, or
         ``.reshape(...).copy()`` for a writable array)."""
         check_numpy(value, numpy)
+        value = little_endian(value)
         scalar = isinstance(value, numpy.generic)
         dtype = self._str(value.dtype.str)
         if readable(value, numpy):
             if scalar:
-                return f"{self._imported('numpy', type(value).__name__)}({value.item()!r})"
+                item = value[:] if value.dtype.kind in "SU" else value.item()  # item() drops trailing NULs
+                return f"{self._imported('numpy', type(value).__name__)}({self._value(item, indent)})"
             items = self._value(value.tolist() if value.ndim <= 1 else value.ravel().tolist(), indent)
             code = f"{self._imported('numpy', 'array')}({items}, dtype={dtype})"
             return code if value.ndim <= 1 else f"{code}.reshape({value.shape!r})"
