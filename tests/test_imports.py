@@ -526,3 +526,24 @@ def test_models_built_with_returnn_common_at_a_version_and_installed_serialize_a
     first = written["installed"][0]
     assert '"energy": {' in first and '"att_weights": {' in first
     assert {code for codes in written.values() for code in codes} == {first}, written
+
+
+def test_functions_of_versioned_modules_are_written_and_hashed_by_their_versioned_names(origin):
+    """A net dict's function from a versioned module: imported by the written config from that version (in a process
+    that knows only the cache), and hashed with it: two versions of one function hash apart."""
+    from i6_rc_jobs import ReturnnCommonSerializer
+
+    values = [import_(REPO, "pkg/helper.py", origin.version(i)).value for i in (0, 1)]
+    serializers = [ReturnnCommonSerializer(network={"x": {"class": "eval", "eval": value}}) for value in values]
+    assert serializers[0]._sis_hash() != serializers[1]._sis_hash()
+    code = serializers[1].get()
+    assert f"from {values[1].__module__} import value\n" in code and origin.commits[1][:12] in values[1].__module__
+    child = _child(
+        f"""
+        namespace = {{}}
+        exec({code!r}, namespace)
+        print(namespace["network"]["x"]["eval"]())
+        """,
+        **{ENV: str(origin.cache)},
+    )
+    assert child.returncode == 0 and child.stdout == "2\n", child.stderr
