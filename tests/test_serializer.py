@@ -650,6 +650,15 @@ def test_nesting_beyond_what_python_compiles_is_refused_at_construction_with_its
             _nested(198, complex("nan+1j"), lambda d: {"a": d}),
         ),
     }
+    import numpy  # array([...]), frombuffer(b64decode(...)) and .reshape((...)) open two brackets; float32(1.5) one
+
+    for name, leaf, opens in (
+        ("numpy array", numpy.ones((2, 2), dtype=numpy.float32), 2),
+        ("numpy nan array", numpy.array([numpy.nan]), 2),
+        ("numpy scalar", numpy.float32(1.5), 1),
+        ("numpy nan scalar", numpy.float32("nan"), 2),
+    ):
+        deepest[name] = tuple(_nested(levels - opens, leaf, lambda d: {"a": d}) for levels in (199, 200))
     for name, (accepted, refused) in deepest.items():
         code = ReturnnCommonSerializer(network={"x": accepted}).get()
         assert repr(load(code)["network"]["x"]) == repr(accepted), name
