@@ -1,6 +1,5 @@
 """numpy arrays and scalars in a serializer's dicts (a ``constant`` layer's value, a parameter's init): which are
-taken, and how they are written. numpy is never imported here: a numpy value exists only where numpy is loaded, and
-the process that writes or hashes plain dicts need not have it."""
+taken, and how they are written. numpy is never imported here: a numpy value exists only where numpy is loaded."""
 
 from __future__ import annotations
 
@@ -15,9 +14,9 @@ from .errors import SerializationError, describe
 KINDS = frozenset("biufcmMSU")
 #: Arrays of at most this many items, all bools, ints, finite floats of at most 64 bits, str or bytes (which read back
 #: exactly from Python's literals; numpy pads str and bytes with NULs), are written as a list of their items; all
-#: others as their bytes, in base64 (1.33
-#: characters per byte). Measured on a 1000x1000 float32 array of random normals: 5.3 MB of code, written in 0.03 s,
-#: compiled and run in 0.06 s; as a list it would be 32.6 MB, 1.5 s and 4.4 s.
+#: others as their bytes, in base64 (1.33 characters per byte). Measured on a 1000x1000 float32 array of random
+#: normals: 5.3 MB of code, written in 0.03 s, compiled and run in 0.06 s; as a list it would be 32.6 MB, 1.5 s and
+#: 4.4 s.
 READABLE_ITEMS = 1000
 
 

@@ -215,9 +215,8 @@ class CodeWriter:
             code = f"{self._imported('numpy', 'array')}({items}, dtype={dtype})"
             return code if value.ndim <= 1 else f"{code}.reshape({value.shape!r})"
         data = base64.b64encode(numpy.ascontiguousarray(value).tobytes()).decode("ascii")
-        code = (
-            f'{self._imported("numpy", "frombuffer")}({self._imported("base64", "b64decode")}("{data}"), dtype={dtype})'
-        )
+        frombuffer, b64decode = self._imported("numpy", "frombuffer"), self._imported("base64", "b64decode")
+        code = f'{frombuffer}({b64decode}("{data}"), dtype={dtype})'
         if scalar:
             return f"{code}[0]"
         return f"{code}{'' if value.ndim == 1 else f'.reshape({value.shape!r})'}.copy()"
