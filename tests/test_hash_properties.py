@@ -7,6 +7,7 @@ from __future__ import annotations
 import itertools
 from typing import Any
 
+import numpy
 from hypothesis import assume, given
 from hypothesis import strategies as st
 from i6_core.returnn.config import CodeWrapper
@@ -14,13 +15,54 @@ from returnn.tensor import Dim
 
 from i6_rc_jobs import ReturnnCommonSerializer, SerializationError
 from i6_rc_jobs.serialization.refs import DimRef, MarkedRef
+from tests.support import net_functions
 from tests.support.dim_graphs import build_structure, dim_specs, structures, build_dims
 from tests.support.records import Pair
 from tests.test_serializer_properties import SETTINGS, _refs
 
 # Values that spell each other in a careless encoding: code with quotes and angle brackets, strings naming the
 # tags of marked dims and namedtuples.
-TRICKY_TEXT = ["'", "<", ">", "5'", "'>, <code 5'", "ImplicitSparseDim", f"{Pair.__module__}.Pair", "x"]
+TRICKY_TEXT = [
+    "'",
+    "<",
+    ">",
+    "5'",
+    "'>, <code 5'",
+    "ImplicitSparseDim",
+    f"{Pair.__module__}.Pair",
+    "x",
+    "import tests.support.net_functions:double",
+    "numpy-scalar '<f4' 0000c03f",
+]
+# numpy values alike in all but one of type, dtype, shape and bytes (or byte order, which is neither written nor hashed) (int32 1069547520 has the bytes of
+# float32 1.5; two NaNs, -0.0 and 0.0), and functions and classes.
+TRICKY_SCALARS = [
+    numpy.float32(1.5),
+    numpy.float64(1.5),
+    numpy.int32(1069547520),
+    numpy.bool_(True),
+    numpy.uint8(1),
+    numpy.frombuffer(bytes.fromhex("0100c0ff"), dtype="<f4")[0],
+    numpy.float32("nan"),
+    net_functions.double,
+    net_functions.halve,
+    net_functions.Scale,
+    Pair,
+]
+TRICKY_ARRAYS = [
+    numpy.array(1.5, dtype="<f4"),
+    numpy.array([1.5], dtype="<f4"),
+    numpy.array([1.5], dtype=">f4"),
+    numpy.array([[1.5]], dtype="<f4"),
+    numpy.array([1069547520], dtype="<i4"),
+    numpy.zeros((0, 1), dtype="<f4"),
+    numpy.zeros((1, 0), dtype="<f4"),
+    numpy.zeros(0, dtype="<f8"),
+    numpy.array([-0.0], dtype="<f4"),
+    numpy.array([0.0], dtype="<f4"),
+    numpy.array([numpy.nan], dtype="<f4"),
+    numpy.frombuffer(bytes.fromhex("0100c0ff"), dtype="<f4").copy(),
+]
 
 
 def _tricky() -> st.SearchStrategy:
@@ -29,13 +71,14 @@ def _tricky() -> st.SearchStrategy:
     text = st.sampled_from(TRICKY_TEXT)
     hashable = st.one_of(
         text,
-        st.sampled_from([1, 5]),
+        st.sampled_from([1, 5, 1.5]),
+        st.sampled_from(TRICKY_SCALARS),
         dim,
         dim.map(lambda d: ("MARKED", d)),
         st.tuples(st.one_of(text, dim), st.one_of(text, dim, st.just(1))).map(lambda xs: ("TUPLE", xs)),
         dim.map(lambda d: ("PAIR", (d, 1))),
     )
-    leaves = st.one_of(hashable, text.map(lambda t: ("CODE", t)))
+    leaves = st.one_of(hashable, text.map(lambda t: ("CODE", t)), st.sampled_from(TRICKY_ARRAYS))
     return st.recursive(
         leaves,
         lambda inner: st.one_of(

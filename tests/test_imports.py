@@ -698,3 +698,24 @@ def test_development_mode_says_where_the_call_is_and_the_edit_that_pins_it(origi
         f'  - import_("{REPO}", "pkg/helper.py", None)\n  + import_("{REPO}", "pkg/helper.py", "{origin.version(1)}")'
     )
     assert edit in caplog.text, caplog.text
+
+
+def test_functions_of_versioned_modules_are_written_and_hashed_by_their_versioned_names(origin):
+    """A net dict's function from a versioned module: imported by the written config from that version (in a process
+    that knows only the cache), and hashed with it: two versions of one function hash apart."""
+    from i6_rc_jobs import ReturnnCommonSerializer
+
+    values = [import_(REPO, "pkg/helper.py", origin.version(i)).value for i in (0, 1)]
+    serializers = [ReturnnCommonSerializer(network={"x": {"class": "eval", "eval": value}}) for value in values]
+    assert serializers[0]._sis_hash() != serializers[1]._sis_hash()
+    code = serializers[1].get()
+    assert f"from {values[1].__module__} import value\n" in code and origin.commits[1][:12] in values[1].__module__
+    child = _child(
+        f"""
+        namespace = {{}}
+        exec({code!r}, namespace)
+        print(namespace["network"]["x"]["eval"]())
+        """,
+        **{ENV: str(origin.cache)},
+    )
+    assert child.returncode == 0 and child.stdout == "2\n", child.stderr

@@ -490,16 +490,18 @@ def test_batch_dim_copies_keep_their_match_priority():
     assert "batch_1_dim = batch_dim.copy(match_priority=1)" in code
 
 
+class Meters(float):
+    """A subclass of a plain type, as a value: its repr does not load back as itself."""
+
+
 def test_subclasses_of_plain_values_are_refused_with_their_path():
     import enum
-
-    import numpy
 
     class Color(enum.IntEnum):
         RED = 1
 
-    message = _error(network={"x": {"scale": numpy.float64(0.5)}})
-    assert message.startswith("network['x']['scale']: ") and "numpy.float64, not a plain float" in message
+    message = _error(network={"x": {"scale": Meters(0.5)}})
+    assert message.startswith("network['x']['scale']: ") and "Meters, not a plain float" in message
     message = _error(network={"x": {"axes": [Color.RED]}})
     assert message.startswith("network['x']['axes'][0]: ") and "Color, not a plain int" in message
 
@@ -648,6 +650,15 @@ def test_nesting_beyond_what_python_compiles_is_refused_at_construction_with_its
             _nested(198, complex("nan+1j"), lambda d: {"a": d}),
         ),
     }
+    import numpy  # array([...]), frombuffer(b64decode(...)) and .reshape((...)) open two brackets; float32(1.5) one
+
+    for name, leaf, opens in (
+        ("numpy array", numpy.ones((2, 2), dtype=numpy.float32), 2),
+        ("numpy nan array", numpy.array([numpy.nan]), 2),
+        ("numpy scalar", numpy.float32(1.5), 1),
+        ("numpy nan scalar", numpy.float32("nan"), 2),
+    ):
+        deepest[name] = tuple(_nested(levels - opens, leaf, lambda d: {"a": d}) for levels in (199, 200))
     for name, (accepted, refused) in deepest.items():
         code = ReturnnCommonSerializer(network={"x": accepted}).get()
         assert repr(load(code)["network"]["x"]) == repr(accepted), name

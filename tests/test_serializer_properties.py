@@ -110,7 +110,7 @@ def test_any_changed_value_changes_the_hash(config, data):
     ser, reference, key = _with_layer(config, data)
     original = ser.network[key]
     replacement = data.draw(st.one_of(st.integers(), st.text(), st.lists(st.integers(), max_size=2)))
-    assume(type(replacement) is not type(original) or replacement != original)
+    assume(type(replacement) is not type(original) or repr(replacement) != repr(original))  # == fails on arrays
     ser.network[key] = replacement
     assert ser._sis_hash() != reference
 

@@ -6,6 +6,7 @@ tokens of its inputs), never by description or variable name. Everything else ke
 
 from __future__ import annotations
 
+import hashlib
 from typing import Any, Callable, Iterable, Iterator, Optional
 
 from i6_core.returnn.config import CodeWrapper
@@ -13,8 +14,9 @@ from sisyphus.delayed_ops import DelayedBase
 from sisyphus.hash import sis_hash_helper
 
 from ..serialization.errors import SerializationError
+from ..serialization.numpy_values import check_numpy, little_endian, numpy_of
 from ..serialization.refs import DimRef, MarkedRef, derived_shape
-from ..serialization.values import LEAF_TYPES, check_leaf, is_namedtuple, key_step, walk_guarded
+from ..serialization.values import LEAF_TYPES, check_leaf, imported_source, is_namedtuple, key_step, walk_guarded
 
 
 class Token:
@@ -103,6 +105,23 @@ def _code_token(wrapper: CodeWrapper) -> Token:
     return Token(f"code {code}")
 
 
+def _imported_token(module: str, qualname: str) -> Token:
+    """A function or class the config imports, by its module and qualified name (dotted identifiers, so the token
+    ends where they do; a versioned module's name carries its commit)."""
+    return Token(f"import {module}:{qualname}")
+
+
+def _numpy_token(value: Any, numpy: Any) -> Token:
+    """A numpy scalar by its dtype and bytes; an array by its dtype, shape and the sha256 of its bytes in C order;
+    little-endian, as written. The dtype as a string literal (``'<f4'``): it holds ``<``."""
+    check_numpy(value, numpy)
+    value = little_endian(value)
+    data = numpy.ascontiguousarray(value).tobytes()
+    if isinstance(value, numpy.generic):
+        return Token(f"numpy-scalar {value.dtype.str!r} {data.hex()}")
+    return Token(f"numpy-array {value.dtype.str!r} {value.shape!r} sha256:{hashlib.sha256(data).hexdigest()}")
+
+
 def _first(pair: tuple) -> Any:
     return pair[0]
 
@@ -181,6 +200,12 @@ class Canonicalizer:
             return _code_token(value)
         if isinstance(value, DelayedBase):
             return Token(f"sisyphus {sis_hash_helper(value).hex()}")
+        numpy = numpy_of(value)
+        if numpy is not None:
+            return _numpy_token(value, numpy)
+        source = imported_source(value)
+        if source is not None:
+            return _imported_token(*source)
         check_leaf(value)
         return value
 
@@ -206,7 +231,7 @@ class Canonicalizer:
     def _dict(self, value: dict) -> dict:
         try:
             pairs = sorted(value.items())  # str keys are distinct: values are never compared
-        except TypeError:  # dims or mixed types as keys
+        except (TypeError, ValueError):  # dims or mixed types as keys (numpy compares a scalar with a tuple as arrays)
             return dict(self._in_order(value, lambda key: self._pair(key, value[key])))
         # keys that sort without a total order (sets by inclusion, nan) would keep their insertion order
         if pairs and type(pairs[0][0]) is not str and not all(a[0] < b[0] for a, b in zip(pairs, pairs[1:])):

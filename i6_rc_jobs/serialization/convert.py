@@ -14,6 +14,7 @@ from returnn.tensor.marked_dim import MarkedDim
 
 from .capture import DimCapture
 from .errors import SerializationError
+from .numpy_values import numpy_of
 from .refs import DimRef, MarkedRef
 from .values import (
     INT_HIGH,
@@ -100,8 +101,8 @@ def _convert(value: Any, capture: DimCapture, depth: int) -> Any:
             check_brackets(marked, depth)
         return marked
     check_leaf(value)
-    if isinstance(value, CodeWrapper):  # its own copy: the caller's could be changed behind the hash
-        return copy.copy(value)
+    if isinstance(value, CodeWrapper) or numpy_of(value) is not None:  # its own copy: the caller's could be changed
+        return copy.copy(value)  # behind the hash (a numpy array in place)
     return value
 
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 
 class SerializationError(ValueError):
     """Raised deep in a walk; each enclosing container prepends its key, so the message ends up with the full path,
@@ -27,6 +29,7 @@ def describe(obj: object) -> str:
         text = repr(obj)
     except Exception as exc:  # a broken __repr__ must not hide the real problem
         text = f"<repr failed: {exc!r}>"
+    text = re.sub(r"\s*\n\s*", " ", text)  # the message is one line (numpy's repr spans lines)
     if len(text) > 120:
         text = text[:117] + "..."
     return f"{text} (type {type(obj).__module__}.{type(obj).__qualname__})"

@@ -3,39 +3,53 @@ process and whatever PYTHONHASHSEED), black-like layout without running black, a
 
 from __future__ import annotations
 
+import base64
+import builtins
 import math
+from types import ModuleType
 from typing import Any, Callable, Iterable, Optional
 
 from i6_core.returnn.config import CodeWrapper
 from sisyphus.delayed_ops import DelayedBase
 
 from .errors import SerializationError, describe
+from .numpy_values import check_numpy, little_endian, numpy_of, readable
 from .refs import MARKERS, DimRef, MarkedRef
 from .strings import str_code
-from .values import LEAF_TYPES, check_leaf, check_namedtuple, is_namedtuple, key_step, walk_guarded
+from .values import (
+    LEAF_TYPES,
+    check_leaf,
+    check_namedtuple,
+    imported_source,
+    is_namedtuple,
+    key_step,
+    walk_guarded,
+)
 
 INDENT = "    "
 #: A container is written on one line if it fits in this many characters after its indentation (black's line
 #: length of i6 setups, less room for the key in front of it).
 INLINE_WIDTH = 110
 #: The builtins the written code calls (looked up when it runs: get_network's body when RETURNN calls it, after the
-#: config's keys are set): neither a config key nor a namedtuple class may take their names.
+#: config's keys are set): neither a config key nor an imported name may take their names.
 BUILTINS_CALLED = frozenset({"float", "complex", "set", "frozenset", "ValueError"})
-#: Names a namedtuple class is not imported as (dim names, which all end in ``_dim``, neither): what the code
-#: imports for dims, defines, and calls (builtins), and get_network's parameters, which its body would see instead.
+#: Names nothing is imported as (namedtuple classes, functions, classes, numpy's; dim names, which all end in
+#: ``_dim``, neither): what the code imports for dims, defines, and calls (builtins), get_network's parameters, which
+#: its body would see instead, and every builtin (``from numpy import bool`` would change ``bool`` for the code after
+#: the serializer's, e.g. a python_epilog).
 NOT_FOR_CLASSES = frozenset(
-    {"Dim", *MARKERS, "extern_data", "network", "get_network", *BUILTINS_CALLED, "epoch", "kwargs"}
+    {"Dim", *MARKERS, "extern_data", "network", "get_network", *BUILTINS_CALLED, "epoch", "kwargs", *dir(builtins)}
 )
 
 
 class CodeWriter:
     """Writes values and remembers what the code needs besides itself: the dims it names and the imports of
-    markers and namedtuple classes."""
+    markers, namedtuple classes, functions and classes, and numpy's."""
 
     def __init__(self):
         self.dims: dict[str, DimRef] = {}
         self.markers: set[str] = set()
-        self.classes: dict[tuple[str, str], str] = {}  # (module, top-level name) -> local name
+        self.imported: dict[tuple[str, str], str] = {}  # (module, top-level name) -> local name
         self._strings: dict[str, str] = {}  # str -> its literal; net dicts repeat their keys thousands of times
 
     def write(self, value: Any, root: str, indent: str = "") -> str:
@@ -87,6 +101,12 @@ class CodeWriter:
             return repr(value)
         if isinstance(value, DelayedBase):
             return self._value(value.get(), indent)
+        numpy = numpy_of(value)
+        if numpy is not None:
+            return self._numpy(value, numpy, indent)
+        source = imported_source(value)
+        if source is not None:
+            return self._imported(*source)
         check_leaf(value)
         return repr(value)
 
@@ -153,17 +173,22 @@ class CodeWriter:
         code = _layout(sorted(codes), indent, "{", "}") if codes else "set()"
         return code if type(value) is set else f"frozenset({code})"
 
-    def _namedtuple(self, value: tuple, indent: str) -> str:
-        cls = type(value)
-        module, qualname = check_namedtuple(value)
+    def _imported(self, module: str, qualname: str) -> str:
+        """The code naming what the config imports as ``from module import top`` (``top.rest`` for a nested
+        qualified name)."""
         top, _, rest = qualname.partition(".")
-        local = self.classes.get((module, top))
+        local = self.imported.get((module, top))
         if local is None:  # imported as another name if it would rebind a dim's, an import's or the dicts' name
-            taken = set(self.classes.values())
+            taken = set(self.imported.values())
             local = top
             while local in taken or local in NOT_FOR_CLASSES or local.endswith("_dim"):
                 local += "_"
-            self.classes[(module, top)] = local
+            self.imported[(module, top)] = local
+        return f"{local}{'.' if rest else ''}{rest}"
+
+    def _namedtuple(self, value: tuple, indent: str) -> str:
+        cls = type(value)
+        name = self._imported(*check_namedtuple(value))
         inner = indent + INDENT
         codes = []
         for field, item in zip(cls._fields, value):
@@ -171,15 +196,39 @@ class CodeWriter:
                 codes.append(f"{field}={self._value(item, inner)}")
             except SerializationError as e:
                 raise e.at(f".{field}")
-        return _layout(codes, indent, f"{local}{'.' if rest else ''}{rest}(", ")")
+        return _layout(codes, indent, f"{name}(", ")")
+
+    def _numpy(self, value: Any, numpy: ModuleType, indent: str) -> str:
+        """A numpy array or scalar, read back with its type, dtype (little-endian), shape and content: as
+        its items where they read back exactly (``float32(1.5)``, ``array([...], dtype="<f4").reshape((2, 3))``),
+        else as its bytes (``frombuffer(b64decode("..."), dtype="<f4")``, then ``[0]`` for a scalar, or
+        ``.reshape(...).copy()`` for a writable array)."""
+        check_numpy(value, numpy)
+        value = little_endian(value)
+        scalar = isinstance(value, numpy.generic)
+        dtype = self._str(value.dtype.str)
+        if readable(value, numpy):
+            if scalar:
+                item = value[:] if value.dtype.kind in "SU" else value.item()  # item() drops trailing NULs
+                return f"{self._imported('numpy', type(value).__name__)}({self._value(item, indent)})"
+            items = self._value(value.tolist() if value.ndim <= 1 else value.ravel().tolist(), indent)
+            code = f"{self._imported('numpy', 'array')}({items}, dtype={dtype})"
+            return code if value.ndim <= 1 else f"{code}.reshape({value.shape!r})"
+        data = base64.b64encode(numpy.ascontiguousarray(value).tobytes()).decode("ascii")
+        frombuffer, b64decode = self._imported("numpy", "frombuffer"), self._imported("base64", "b64decode")
+        code = f'{frombuffer}({b64decode}("{data}"), dtype={dtype})'
+        if scalar:
+            return f"{code}[0]"
+        return f"{code}{'' if value.ndim == 1 else f'.reshape({value.shape!r})'}.copy()"
 
     def imports(self) -> dict[str, str]:
         """The names the import lines bind, each with what it is (``module.name``), in the order they are imported:
-        dims from returnn.tensor only, then the marked dims, then namedtuple classes."""
+        dims from returnn.tensor only, then the marked dims, then the rest by module and name (namedtuple classes,
+        functions and classes, numpy's)."""
         tensor = ["Dim"] + [name for name in ("batch_dim", "single_step_dim") if name in self.dims]
         bound = {name: f"returnn.tensor.{name}" for name in tensor}
         bound.update((marker, f"returnn.tensor.marked_dim.{marker}") for marker in sorted(self.markers))
-        bound.update((local, f"{module}.{top}") for (module, top), local in sorted(self.classes.items()))
+        bound.update((local, f"{module}.{top}") for (module, top), local in sorted(self.imported.items()))
         return bound
 
     def import_lines(self) -> list[str]:

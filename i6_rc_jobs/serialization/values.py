@@ -3,14 +3,17 @@
 from __future__ import annotations
 
 import gc
+import keyword
 import math
 import sys
+import types
 from typing import Any, Callable, Optional
 
 from i6_core.returnn.config import CodeWrapper
 from sisyphus.delayed_ops import DelayedBase
 
 from .errors import SerializationError, describe
+from .numpy_values import check_numpy, numpy_brackets, numpy_of
 from .refs import MarkedRef
 
 #: Leaves the walks take as they are, checked inline (``type(x) in LEAF_TYPES``) on their hot paths.
@@ -49,7 +52,8 @@ def brackets(value: Any) -> int:
         return 2
     if cls in (dict, list, tuple, set, MarkedRef) or is_namedtuple(value):
         return 1
-    return 0
+    numpy = numpy_of(value)
+    return 0 if numpy is None else numpy_brackets(value, numpy)
 
 
 #: Inside fewer brackets than this, no leaf (which opens at most two) exceeds :data:`MAX_BRACKETS`: the walks take
@@ -76,22 +80,48 @@ def is_namedtuple(value: Any) -> bool:
 
 
 def namedtuple_source(cls: type) -> tuple[str, str]:
-    """(module, qualified name) by which the written config imports a namedtuple class; an error if that does not
-    give the class back, so that no config is written which fails to import it, or if ``cls(*items)`` (how copies are
-    made and the written code calls it) does not rebuild its values."""
+    """(module, qualified name) by which the written config imports a namedtuple class (see :func:`import_source`);
+    an error also if ``cls(*items)`` (how copies are made and the written code calls it) does not rebuild its
+    values."""
     _check_rebuilds(cls)
-    module, qualname = cls.__module__, cls.__qualname__
+    return import_source(cls, "namedtuple class")
+
+
+#: Values the written config imports by module and qualified name, and hashes by them.
+IMPORTED_TYPES = (types.FunctionType, types.BuiltinFunctionType, type)
+
+
+def import_source(obj: Any, kind: str) -> tuple[str, str]:
+    """(module, qualified name) by which the written config imports ``obj`` (a ``kind``: function, class), an
+    error if that does not give ``obj`` back, so that no config is written which fails to import it or imports
+    another object: a lambda, a function or class defined inside a function, one from ``__main__`` or bound to
+    another name. Both are dotted identifiers: the import line is valid code, and their text in the hash ends where
+    they do."""
+    module, qualname = getattr(obj, "__module__", None), getattr(obj, "__qualname__", None)
     if module == "__main__":
-        raise SerializationError(f"a namedtuple class from __main__ cannot be imported by the config: {qualname}")
-    found: Any = sys.modules.get(module)
-    for part in qualname.split("."):
-        found = getattr(found, part, None)
-    if found is not cls:
+        raise SerializationError(f"a {kind} from __main__ cannot be imported by the config: {qualname}")
+    found: Any = None
+    if type(module) is str and type(qualname) is str and _dotted_identifiers(f"{module}.{qualname}"):
+        found = sys.modules.get(module)
+        for part in qualname.split("."):
+            found = getattr(found, part, None)
+    if found is not obj:
         raise SerializationError(
-            f"the namedtuple class {module}.{qualname} cannot be imported by that name (defined inside a function, "
+            f"the {kind} {module}.{qualname} cannot be imported by that name (a lambda, defined inside a function, "
             f"or bound to another name): define it at the top level of its module"
         )
     return module, qualname
+
+
+def imported_source(value: Any) -> Optional[tuple[str, str]]:
+    """:func:`import_source` of a function or class, None for any other value."""
+    if not isinstance(value, IMPORTED_TYPES):
+        return None
+    return import_source(value, "class" if isinstance(value, type) else "function")
+
+
+def _dotted_identifiers(name: str) -> bool:
+    return all(part.isidentifier() and not keyword.iskeyword(part) for part in name.split("."))
 
 
 def _check_rebuilds(cls: type) -> None:
@@ -144,19 +174,26 @@ def step_repr(value: Any) -> str:
 
 def check_leaf(value: Any) -> None:
     """Accepts what the walks write as leaves: plain values (of exactly these types: a subclass's repr need not load
-    back), i6_core CodeWrapper (dims among them) and Sisyphus delayed values (tk.Path, tk.Variable; written as their
-    value). Anything else gets a clear error."""
+    back), numpy arrays and scalars, functions and classes their module gives back by name (imported by the config),
+    i6_core CodeWrapper (dims among them) and Sisyphus delayed values (tk.Path, tk.Variable; written as their value).
+    Anything else gets a clear error."""
     if type(value) in LEAF_TYPES or type(value) is complex or isinstance(value, (CodeWrapper, DelayedBase)):
         return
+    numpy = numpy_of(value)
+    if numpy is not None:
+        check_numpy(value, numpy)
+        return
+    if imported_source(value) is not None:
+        return
     plain = next((t for t in (*LEAF_TYPES, complex) if isinstance(value, t)), None)
-    if plain is not None:  # e.g. numpy.float64, an IntEnum member: their repr does not load in the config
+    if plain is not None:  # e.g. an IntEnum member: its repr does not load in the config
         raise SerializationError(
             f"{describe(value)} is a {type(value).__module__}.{type(value).__qualname__}, not a plain "
             f"{plain.__name__}: convert it with {plain.__name__}(...)"
         )
     if callable(value):
-        hint = "functions, lambdas and classes cannot sit in the dict: define them in python_prolog and refer to them"
-        raise SerializationError(f"{describe(value)}: {hint} with CodeWrapper('name')")
+        hint = "callables other than functions and classes (bound methods, partials, ...) cannot sit in the dict"
+        raise SerializationError(f"{describe(value)}: {hint}: define a function at the top level of a module")
     if type(value).__name__ == "Dim" and type(value).__module__.startswith("returnn."):
         raise SerializationError(
             f"{describe(value)} is a raw RETURNN Dim, put in after conversion: use a DimRef of this serializer "

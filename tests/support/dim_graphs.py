@@ -5,10 +5,13 @@ from __future__ import annotations
 
 from typing import Any, Callable
 
+import numpy
 from hypothesis import strategies as st
+from hypothesis.extra import numpy as numpy_st
 from returnn.tensor import Dim, batch_dim, single_step_dim
 from returnn.tensor.marked_dim import ImplicitDynSizeDim, ImplicitSparseDim, OptionalDim
 
+from tests.support import net_functions
 from tests.support.records import Pair
 
 KINDS = {"spatial": Dim.Types.Spatial, "feature": Dim.Types.Feature, None: None}
@@ -116,8 +119,26 @@ def size_edits(old) -> st.SearchStrategy:
     return st.sampled_from([size for size in (None, 1, 3, 64) if size != old])
 
 
+#: numpy dtypes of the drawn arrays and scalars: byte orders, sizes and kinds that are written as items or as bytes.
+NUMPY_DTYPES = ["<f4", ">f8", "<f2", "<i8", "|u1", "|b1", "<c8", "<U3", "<M8[s]"]
+#: Module-level functions and classes, which the written config imports.
+IMPORTED = [net_functions.double, net_functions.halve, net_functions.network, net_functions.Scale, Pair, len]
+
+
+def numpy_scalars() -> st.SearchStrategy:
+    """numpy scalars: the item of a 0-d array."""
+    return numpy_st.arrays(st.sampled_from(NUMPY_DTYPES).map(numpy.dtype), ()).map(lambda a: a[()])
+
+
+def numpy_values() -> st.SearchStrategy:
+    """numpy arrays (0-d and empty ones too) and scalars."""
+    shapes = numpy_st.array_shapes(min_dims=0, max_dims=3, min_side=0, max_side=3)
+    return st.one_of(numpy_st.arrays(st.sampled_from(NUMPY_DTYPES).map(numpy.dtype), shapes), numpy_scalars())
+
+
 def leaves(dim_count: int) -> st.SearchStrategy:
-    """Plain values of every kind a net dict holds, and references to dims by index."""
+    """Values of every kind a net dict holds besides containers (plain ones, numpy's, functions and classes), and
+    references to dims by index."""
     return st.one_of(
         st.text(max_size=12),
         st.integers(-(2**70), 2**70),
@@ -125,6 +146,8 @@ def leaves(dim_count: int) -> st.SearchStrategy:
         st.booleans(),
         st.none(),
         st.integers(0, max(dim_count - 1, 0)).map(lambda i: ("DIM", i)),
+        numpy_values(),
+        st.sampled_from(IMPORTED),
     )
 
 
@@ -135,7 +158,9 @@ def structures(dim_count: int) -> st.SearchStrategy:
     frozensets = st.lists(st.one_of(st.text(max_size=4), dim), max_size=3).map(lambda xs: ("FROZENSET", tuple(xs)))
     tuples = st.lists(st.one_of(st.text(max_size=4), dim), min_size=1, max_size=3).map(lambda xs: ("TUPLE", tuple(xs)))
     keys = st.one_of(st.text(max_size=8), dim, frozensets, tuples)
-    hashable = st.one_of(st.text(max_size=8), st.integers(), dim, frozensets, tuples)  # sets in sets, dims in tuples
+    hashable = st.one_of(  # sets in sets, dims in tuples
+        st.text(max_size=8), st.integers(), dim, frozensets, tuples, numpy_scalars(), st.sampled_from(IMPORTED)
+    )
     return st.recursive(
         leaves(dim_count),
         lambda inner: st.one_of(

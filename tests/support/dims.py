@@ -5,6 +5,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
+import numpy
 from returnn.tensor import Dim, batch_dim, single_step_dim
 from returnn.tensor.marked_dim import MarkedDim
 
@@ -68,7 +69,8 @@ class DimMap:
 
 
 def assert_equal_up_to_dims(orig: Any, loaded: Any, dims: DimMap, path: str = "") -> None:
-    """Equal values, where dims correspond under ``dims``; dict subclasses count as dicts, nan equals nan."""
+    """Equal values, where dims correspond under ``dims``; dict subclasses count as dicts, nan equals nan, numpy values
+    are equal in type, dtype, shape and bytes."""
     if isinstance(orig, Dim):
         assert isinstance(loaded, Dim), f"{path}: {loaded!r} is no Dim"
         dims.match(orig, loaded, path)
@@ -88,6 +90,11 @@ def assert_equal_up_to_dims(orig: Any, loaded: Any, dims: DimMap, path: str = ""
         assert type(orig) is type(loaded) and len(orig) == len(loaded), f"{path}: {orig!r} != {loaded!r}"
         for i, (a, b) in enumerate(zip(orig, loaded)):
             assert_equal_up_to_dims(a, b, dims, f"{path}[{i}]")
+    elif isinstance(orig, (numpy.ndarray, numpy.generic)):  # the same type, dtype, shape and bytes, little-endian
+        orig = orig.astype(orig.dtype.newbyteorder("<")) if orig.dtype.str[0] == ">" else orig
+        assert type(orig) is type(loaded) and orig.dtype.str == loaded.dtype.str, f"{path}: {orig!r} != {loaded!r}"
+        assert orig.shape == loaded.shape, f"{path}: {orig!r} != {loaded!r}"
+        assert numpy.ascontiguousarray(orig).tobytes() == numpy.ascontiguousarray(loaded).tobytes(), path
     elif isinstance(orig, float) and math.isnan(orig):
         assert isinstance(loaded, float) and math.isnan(loaded), f"{path}: {orig!r} != {loaded!r}"
     else:
@@ -103,7 +110,9 @@ def _pair_up(orig: list, loaded: list, dims: DimMap, path: str) -> list[tuple[An
         candidates = [x for x in rest if _sort_key(x) == _sort_key(item)]
         assert candidates, f"{path}: nothing for {item!r} in {loaded!r}"
         match = candidates[0]
-        rest.remove(match)
+        del rest[
+            next(i for i, x in enumerate(rest) if x is match)
+        ]  # by identity: numpy compares with a tuple as arrays
         assert_equal_up_to_dims(item, match, dims, f"{path}{{{item!r}}}")
         pairs.append((item, match))
     return pairs
