@@ -285,3 +285,54 @@ def test_slurm_killed_training_is_resubmitted_by_the_next_manager_run(slurm_clus
 
 def _tail_text(text: str, lines: int = 40) -> str:
     return "\n".join(text.splitlines()[-lines:])
+
+
+def test_slurm_worker_without_the_version_in_its_cache_says_what_to_fetch(slurm_cluster, tmp_path, monkeypatch):
+    """A job holding a function of a version, run as a Slurm job on a 'node' whose import cache is empty (the
+    settings give Slurm jobs a cache of their own): its log ends in one line naming the commit and the fetch command."""
+    origin = tmp_path / "origin"
+    (origin / "pkg").mkdir(parents=True)
+    (origin / "pkg" / "helper.py").write_text("def value():\n    return 1\n")
+    git = ["git", "-C", str(origin), "-c", "user.name=t", "-c", "user.email=t@t"]
+    for args in (["init", "-q", "-b", "main"], ["add", "-A"], ["commit", "-qm", "one"]):
+        subprocess.run(git + args, check=True, capture_output=True)
+    commit = subprocess.run(git + ["rev-parse", "HEAD"], check=True, capture_output=True, text=True).stdout.strip()
+    date = subprocess.run(git + ["log", "-1", "--format=%cd", "--date=format:%Y%m%d"], capture_output=True, text=True)
+    version = f"{date.stdout.strip()}-{commit[:12]}"
+    repo = "example.org/test/origin"
+    node_cache = tmp_path / "node-cache"
+    setup = make_setup(
+        tmp_path / "setup",
+        f"""
+        from i6_core.returnn.config import ReturnnConfig
+        from sisyphus import tk
+        from i6_rc_jobs import CreateConfigJob
+        from i6_rc_jobs.imports import import_
+
+        def main():
+            helper = import_({repo!r}, "pkg/helper.py", {version!r})
+            config = ReturnnConfig({{"num_epochs": 1}}, python_prolog=[helper.value], black_formatting=False)
+            tk.register_output("returnn.config", CreateConfigJob(config, check=True).out_config)
+        """,
+    )
+    node = f"\nif 'SLURM_JOB_ID' in os.environ:  # a node with an import cache of its own\n"
+    node += f"    os.environ['I6_RC_IMPORTS_CACHE'] = {str(node_cache)!r}\n"
+    (setup / "settings.py").write_text((setup / "settings.py").read_text() + SHORT_WAITS + node)
+    monkeypatch.setenv("I6_RC_ENGINE", "slurm")
+    monkeypatch.setenv("I6_RC_IMPORTS_CACHE", str(tmp_path / "manager-cache"))
+    monkeypatch.setenv("GIT_CONFIG_COUNT", "1")
+    monkeypatch.setenv("GIT_CONFIG_KEY_0", f"url.{origin}.insteadOf")
+    monkeypatch.setenv("GIT_CONFIG_VALUE_0", f"https://{repo}")
+    proc = run_manager(setup, timeout=300)
+    (job,) = (setup / "work").glob("i6_rc_jobs/jobs/create_config/CreateConfigJob.*")
+    assert (job / "error.check_networks.1").exists(), _tail(proc)
+    (slurm_id,) = _slurm_job_ids(job, "check_networks")
+    # The worker fails before it links log.check_networks.1 (Sisyphus unpickles the job first): Slurm's output file.
+    log = job / "engine" / f"{_scontrol(slurm_id)['JobName']}.{slurm_id}.1"
+    last = log.read_text().strip().splitlines()[-1]
+    module = f"i6_rc_jobs.versioned.example_org.test.origin.c{commit}"
+    assert last == (
+        f"i6_rc_jobs.imports.errors.VersionedImportError: example_org/test/origin commit {commit} (host/owner/name as"
+        f" its module name spells it) is not in the import cache {node_cache} ({module}): fetch it first: python -m"
+        f" i6_rc_jobs fetch <host>/<owner>/<name> <date>-{commit[:12]}"
+    )
