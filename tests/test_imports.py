@@ -719,3 +719,23 @@ def test_functions_of_versioned_modules_are_written_and_hashed_by_their_versione
         **{ENV: str(origin.cache)},
     )
     assert child.returncode == 0 and child.stdout == "2\n", child.stderr
+
+
+def test_a_version_missing_from_a_cache_with_a_clone_of_its_repository_names_the_exact_fetch_command(origin, tmp_path):
+    """A process unpickling a function of a version that its cache lacks, while the cache has a clone of the
+    repository (an older version fetched there): one line with the repository and version to fetch, as the clone
+    spells and dates them."""
+    import_(REPO, "pkg", origin.version(0))  # the node's cache: a clone of the origin, and the first version's tree
+    node_cache = tmp_path / "node-cache"
+    shutil.copytree(origin.cache / "git", node_cache / "git")
+    _git(node_cache / "git" / REPO.rsplit("/", 1)[0] / "origin.git", "fetch", "-q", "origin", "+main:main")
+    pickled = pickle.dumps(import_(REPO, "pkg", origin.version(1)).helper.value)
+    code = "import pickle, sys; pickle.loads(sys.stdin.buffer.read())"
+    done = subprocess.run(
+        [sys.executable, "-c", code], input=pickled, capture_output=True, env={**os.environ, ENV: str(node_cache)}
+    )
+    module = f"i6_rc_jobs.versioned.example_org.test.origin.c{origin.commits[1]}"
+    assert done.stderr.decode().strip().splitlines()[-1] == (
+        f"i6_rc_jobs.imports.errors.VersionedImportError: {REPO} commit {origin.commits[1]} is not in the import cache "
+        f"{node_cache} ({module}): fetch it first: python -m i6_rc_jobs fetch {REPO} {origin.version(1)}"
+    )

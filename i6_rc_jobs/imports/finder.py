@@ -16,6 +16,7 @@ from typing import Optional
 from .cache import cache_root
 from .dev import dev_root, state_name
 from .errors import VersionedImportError
+from .git import COMMIT_AND_DATE, run_git
 from .names import Repo
 
 #: The package of all versioned modules (a real package, so that Python looks for its submodules).
@@ -106,6 +107,8 @@ def _search(fullname: str, parts: list[str]) -> Path:
                     tree = base / host / owner / name / leaf
                     if tree.is_dir():
                         found.append(tree)
+    if not found and not development:
+        raise VersionedImportError(_not_in_cache(root, fullname, parts))
     if len(found) != 1:
         problem = "is not in" if not found else f"matches {len(found)} trees in"
         raise VersionedImportError(
@@ -118,6 +121,34 @@ def _search(fullname: str, parts: list[str]) -> Path:
             f"{state_name(found[0])} now), so it is not the code this name stands for"
         )
     return found[0]
+
+
+def _not_in_cache(root: Path, fullname: str, parts: list[str]) -> str:
+    """One line saying which version to fetch into the cache at ``root`` for the version package ``fullname``
+    (``parts``: host, owner, name, ``c<commit>``), e.g. for a worker unpickling a job on a node with a cache of its
+    own. The name holds only identifiers and the full commit: the repository's spelling and the commit's date (which
+    a version needs) come from the cache's clone of the repository if it has one, else they are left to fill in."""
+    commit = parts[3][1:]
+    clones = root / "git"
+    repo = next(
+        (
+            f"{host}/{owner}/{clone.removesuffix('.git')}"
+            for host in _listdir(clones)
+            for owner in _listdir(clones / host)
+            for clone in _listdir(clones / host / owner)
+            if [identifier(host), identifier(owner), identifier(clone.removesuffix(".git"))] == parts[:3]
+        ),
+        None,
+    )
+    date = None
+    if repo is not None:
+        dated = run_git("--git-dir", str(clones / f"{repo}.git"), *COMMIT_AND_DATE, commit, "--", what=repo)
+        date = dated.stdout.split()[1][:8] if dated.returncode == 0 and dated.stdout.startswith(commit) else None
+    what = f"{repo or '/'.join(parts[:3])} commit {commit}"
+    if repo is None:
+        what += " (host/owner/name as its module name spells it)"
+    command = f"python -m i6_rc_jobs fetch {repo or '<host>/<owner>/<name>'} {date or '<date>'}-{commit[:12]}"
+    return f"{what} is not in the import cache {root} ({fullname}): fetch it first: {command}"
 
 
 def _listdir(path: Path) -> list[str]:
