@@ -126,6 +126,19 @@ def _parse_learning_rates(text):
     return eval(text, namespace)  # noqa: S307: RETURNN's own output, as i6_core reads it
 
 
+def example_epochs(out: Path) -> dict[int, dict]:
+    """Checks the example's final checkpoint (the last epoch's TF index, meta and data files) and returns its learning
+    rates file, parsed, after checking that it has every epoch."""
+    num_epochs = _example_num_epochs()
+    index = (out / "checkpoint").resolve()
+    assert index.name == f"epoch.{num_epochs:03d}.index" and index.is_file()
+    assert (index.parent / f"epoch.{num_epochs:03d}.meta").is_file()
+    assert list(index.parent.glob(f"epoch.{num_epochs:03d}.data-*"))
+    epochs = _parse_learning_rates((out / "learning_rates").read_text())
+    assert sorted(epochs) == list(range(1, num_epochs + 1))
+    return epochs
+
+
 def _example_num_epochs() -> int:
     """NUM_EPOCHS of the example's config (loading it builds nothing)."""
     spec = importlib.util.spec_from_file_location("task12ax_example", EXAMPLES / "config" / "task12ax.py")
@@ -152,17 +165,9 @@ def test_run_sh_task12ax_end_to_end(tmp_path):
     assert namespace["extern_data"]["data"]["dims"][2].dimension == 9
     assert ((out / "returnn.config").resolve().parents[1] / "finished.check_networks.1").exists()
 
-    # The final checkpoint: the last epoch, TF index and meta files.
-    num_epochs = _example_num_epochs()
-    index = (out / "checkpoint").resolve()
-    assert index.name == f"epoch.{num_epochs:03d}.index" and index.is_file()
-    assert (index.parent / f"epoch.{num_epochs:03d}.meta").is_file()
-    assert list(index.parent.glob(f"epoch.{num_epochs:03d}.data-*"))
-
-    # The learning rates: every epoch with finite train and dev CE (score) and frame error rate (error); the model
-    # learns: the last epoch's dev CE and frame error rate are below the first's.
-    epochs = _parse_learning_rates((out / "learning_rates").read_text())
-    assert sorted(epochs) == list(range(1, num_epochs + 1))
+    # The final checkpoint, and the learning rates: every epoch with finite train and dev CE (score) and frame error
+    # rate (error); the model learns: the last epoch's dev CE and frame error rate are below the first's.
+    epochs = example_epochs(out)
     for epoch, data in epochs.items():
         assert math.isfinite(data["learning_rate"]) and data["learning_rate"] > 0
         scores = {k: v for k, v in data["error"].items() if not k.startswith(":meta:")}

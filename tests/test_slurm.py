@@ -29,7 +29,7 @@ from pathlib import Path
 import pytest
 
 from tests.support.sisyphus_setup import make_setup, run_manager
-from tests.test_sisyphus_stack import EXAMPLES, VENV, _example_num_epochs, _parse_learning_rates, _tail
+from tests.test_sisyphus_stack import EXAMPLES, VENV, _example_num_epochs, _tail, example_epochs
 
 CLUSTER_SH = EXAMPLES / "slurm" / "cluster.sh"
 #: What cluster.sh up may add to the machine (see the script), removed again if it was not there before.
@@ -191,15 +191,9 @@ def _check_example_outputs(setup: Path, resumed_after: int = 0) -> None:
     """The final checkpoint of the last epoch and every epoch's learning rate and scores, as the local run has; for a
     training killed and resumed after the checkpoint of epoch ``resumed_after``, the train scores of the epochs up to
     that one may be missing (RETURNN writes them after the checkpoint, and does not train those epochs again)."""
-    num_epochs = _example_num_epochs()
     out = setup / "output" / "task12ax"
     assert (out / "returnn.config").read_text().startswith("#!rnn.py")
-    index = (out / "checkpoint").resolve()
-    assert index.name == f"epoch.{num_epochs:03d}.index" and index.is_file()
-    assert (index.parent / f"epoch.{num_epochs:03d}.meta").is_file()
-    assert list(index.parent.glob(f"epoch.{num_epochs:03d}.data-*"))
-    epochs = _parse_learning_rates((out / "learning_rates").read_text())
-    assert sorted(epochs) == list(range(1, num_epochs + 1))
+    epochs = example_epochs(out)
     for epoch, data in epochs.items():
         scores = {"dev_score", "dev_error"} | ({"train_score"} if epoch > resumed_after else set())
         assert scores <= set(data["error"]), (epoch, data)
