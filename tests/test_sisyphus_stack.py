@@ -173,7 +173,7 @@ def test_run_sh_task12ax_end_to_end(tmp_path):
         scores = {k: v for k, v in data["error"].items() if not k.startswith(":meta:")}
         assert {"train_score", "train_error", "dev_score", "dev_error"} <= set(scores), (epoch, scores)
         assert all(math.isfinite(float(v)) for v in scores.values()), (epoch, scores)
-    first, last = epochs[1]["error"], epochs[num_epochs]["error"]
+    first, last = epochs[1]["error"], epochs[max(epochs)]["error"]
     assert last["dev_score"] < first["dev_score"] and last["dev_error"] < first["dev_error"], epochs
 
     # A second run: nothing to do, nothing touched in work/, quick.
