@@ -54,14 +54,14 @@ def config_code(returnn_config: ReturnnConfig) -> str:
             continue
         code, names, dims = serializer.code_and_names()
         for taken, what in (
-            (names, f"are also defined by {serializer!r} (as dims, imports or its dicts)"),
-            (BUILTINS_CALLED, f"would replace the builtins the code of {serializer!r} calls"),
+            (names, "are also defined by {} (as dims, imports or its dicts)"),
+            (BUILTINS_CALLED, "would replace the builtins the code of {} calls"),
         ):
             clash = keys.intersection(taken)
-            if clash:
-                raise SerializationError(f"config keys {sorted(clash)} {what}: remove or rename them").at(
-                    "returnn_config.config"
-                )
+            if clash:  # the message only now: a serializer's repr walks its dicts
+                raise SerializationError(
+                    f"config keys {sorted(clash)} {what.format(repr(serializer))}: remove or rename them"
+                ).at("returnn_config.config")
         twice = [name for name, source in names.items() if name in bound and (source is None or bound[name] != source)]
         if twice:
             raise SerializationError(
