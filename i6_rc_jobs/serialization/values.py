@@ -237,8 +237,8 @@ def _check(value: Any, depth: int) -> None:
 
 def sisyphus_values(value: Any) -> list[DelayedBase]:
     """The Sisyphus values (paths, variables, delayed ops, also as a CodeWrapper's code) in ``value``, in the order
-    a depth-first walk meets them: the inputs of a job that writes it. Each container is looked into once (edited dicts may contain themselves).
-    """
+    a depth-first walk meets them: the inputs of a job that writes it. Each container is looked into once (edited
+    dicts may contain themselves)."""
     found = []
     seen: set[int] = set()
     stack = [value]
