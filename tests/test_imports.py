@@ -555,9 +555,13 @@ def shared_dir():
 
 
 def _as_nobody(code: str, cache: Path, *args: str) -> subprocess.CompletedProcess:
-    """Runs Python ``code`` as the user nobody, with this checkout of i6_rc_jobs and the cache ``cache``: another
-    user of a shared cache, who may read it but not write to it."""
-    source = str(Path(i6_rc_jobs.__file__).parents[1])
+    """Runs Python ``code`` as the user nobody, with a copy of this checkout's i6_rc_jobs beside the cache ``cache``
+    (the checkout may sit in a directory closed to others, as `mktemp -d` makes them): another user of a shared
+    cache, who may read it but not write to it."""
+    source = cache.parent / "source"
+    if not source.exists():
+        package = Path(i6_rc_jobs.__file__).parent
+        shutil.copytree(package, source / package.name, ignore=shutil.ignore_patterns("__pycache__"))
     env = ["env", f"HOME={cache.parent}", f"{ENV}={cache}", f"PYTHONPATH={source}", "PYTHONDONTWRITEBYTECODE=1"]
     command = ["runuser", "-u", "nobody", "--", *env, _python_of_nobody(), "-c", textwrap.dedent(code), *args]
     return subprocess.run(command, capture_output=True, text=True)
