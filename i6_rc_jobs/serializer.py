@@ -16,7 +16,7 @@ class ReturnnCommonSerializer(SerializedNet):
     def _sis_hash(self) -> bytes:
         if self.hash_value is not None:
             return serializer_sis_hash(self)
-        return self._once(("sis_hash", frozenset(self.unhashed)), lambda: serializer_sis_hash(self))
+        return self._once(("sis_hash", frozenset(self.unhashed), self.hash_scheme), lambda: serializer_sis_hash(self))
 
     def __repr__(self) -> str:
         """One line (Sisyphus's DelayedBase would print the whole code, hundreds of KB in ``sis console``): the parts

@@ -194,6 +194,10 @@ class Canonicalizer:
             return value
         if cls is MarkedRef:
             return Tagged((value.marker, self._dim(value.dim)))
+        if cls is Token:  # a layer reference in the graph scheme's form (graph.py)
+            return value
+        if cls is Tagged:
+            return Tagged(self._items(value))
         if is_namedtuple(value):
             return Tagged((f"{cls.__module__}.{cls.__qualname__}", *self._items(value)))
         if isinstance(value, CodeWrapper):

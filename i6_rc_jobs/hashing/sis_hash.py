@@ -9,6 +9,8 @@ from typing import TYPE_CHECKING, Any
 from sisyphus.hash import sis_hash_helper
 
 from .canonical import Canonicalizer, canonical
+from .graph import Graph
+from .graph_rules import GRAPH_FORMAT_VERSION
 
 if TYPE_CHECKING:
     from ..serialization.serialized_net import SerializedNet
@@ -17,10 +19,12 @@ FORMAT_VERSION = 1
 
 
 def split_sections(serializer: SerializedNet) -> tuple[list[tuple[str, Any]], list[tuple[str, Any]]]:
-    """The parts that count for the hash, and the others."""
+    """The parts that count for the hash, and the others; with ``hash_scheme="graph"``, each network as its graph."""
     hashed, unhashed = [], []
     for name, value in serializer.sections():
         (unhashed if name.partition("[")[0] in serializer.unhashed else hashed).append((name, value))
+    if serializer.hash_scheme == "graph":
+        hashed = [(name, value if name == "extern_data" else Graph(value, name).form) for name, value in hashed]
     return hashed, unhashed
 
 
@@ -38,4 +42,6 @@ def serializer_sis_hash(serializer: SerializedNet) -> bytes:
     if serializer.unhashed:
         text = f"unhashed {sorted(serializer.unhashed)!r} {text}"
     digest = hashlib.sha256(text.encode("utf-8")).hexdigest()
+    if serializer.hash_scheme == "graph":
+        return f"(ReturnnCommonSerializer, graph v{GRAPH_FORMAT_VERSION}, {digest})".encode()
     return f"(ReturnnCommonSerializer, v{FORMAT_VERSION}, {digest})".encode()

@@ -20,6 +20,8 @@ from .values import check_tree, sisyphus_values
 
 #: The parts a serializer holds, in the order they are written and hashed.
 PARTS = ("extern_data", "network", "staged_networks")
+#: What the hash is made of: the dicts as written (the default), or the computation graph (README, "Graph hash").
+HASH_SCHEMES = ("dict", "graph")
 
 
 def _returnn_common_nn(module: Any) -> ModuleType:
@@ -87,6 +89,7 @@ class SerializedNet(DelayedBase):
         staged_networks: Optional[dict[int, dict[str, Any]]] = None,
         hash_value: Any = None,
         unhashed: Iterable[str] = (),
+        hash_scheme: str = "dict",
     ):
         """
         :param extern_data: RETURNN ``extern_data``, e.g. ``{"data": {"dim_tags": [batch_dim, time_dim, feat_dim]}}``
@@ -96,6 +99,8 @@ class SerializedNet(DelayedBase):
         :param hash_value: if given, the Sisyphus hash is that of this object (e.g. a name and a version) instead of
             that of the dicts
         :param unhashed: parts left out of the hash, e.g. ``["extern_data"]`` when the dataset is hashed already
+        :param hash_scheme: ``"dict"`` hashes the dicts (names of layers included); ``"graph"`` the computation graph
+            they define, which stays the same across cosmetic rewrites of the dict (README, "Graph hash")
         """
         from .capture import DimCapture
         from .convert import convert
@@ -104,8 +109,13 @@ class SerializedNet(DelayedBase):
         unknown = set(unhashed) - set(PARTS)
         if unknown:
             raise SerializationError(f"unknown parts {sorted(unknown)}, choose from {PARTS}").at("unhashed")
+        if hash_scheme not in HASH_SCHEMES:
+            raise SerializationError(f"unknown hash scheme {hash_scheme!r}, choose from {HASH_SCHEMES}").at(
+                "hash_scheme"
+            )
         self.hash_value = hash_value
         self.unhashed = frozenset(unhashed)
+        self.hash_scheme = hash_scheme
         capture = DimCapture()
         self._data: dict[str, Any] = {
             "extern_data": None if extern_data is None else convert(extern_data, capture, "extern_data"),
@@ -128,15 +138,17 @@ class SerializedNet(DelayedBase):
         self._computed: dict[tuple, Any] = {}  # valid while closed; shared with the serializers sharing the dicts
 
     @classmethod
-    def from_returnn_common(cls, root_module) -> SerializedNet:
+    def from_returnn_common(cls, root_module, **options: Any) -> SerializedNet:
         """From the current returnn_common root name context: its extern_data and the net dict of ``root_module``
         (what ``nn.get_returnn_config()`` would serialize), taken as raw dicts with the real dims. The returnn_common
         is the one ``root_module`` was built with: the installed one, or a version imported with
-        :func:`i6_rc_jobs.imports.import_`."""
+        :func:`i6_rc_jobs.imports.import_`. ``options``: ``hash_value``, ``unhashed``, ``hash_scheme``, as for the
+        constructor."""
         rc_config = _returnn_common_nn(root_module).get_returnn_config()
         return cls(
             extern_data=rc_config.get_extern_data_raw_dict(),
             network=rc_config.get_net_dict_raw_dict(root_module=root_module),
+            **options,
         )
 
     extern_data = _part("extern_data")
@@ -188,18 +200,22 @@ class SerializedNet(DelayedBase):
             memo[id(self)] = twin
         twin.hash_value = copy.deepcopy(self.hash_value, memo)
         twin.unhashed = copy.deepcopy(self.unhashed, memo)
+        twin.hash_scheme = self.hash_scheme
         return twin
 
     def __getstate__(self) -> dict[str, Any]:
         state = {"data": self._data, "hash_value": self.hash_value, "unhashed": self.unhashed}
         if self._open:  # pickled with dicts read from it, the copy shares them with the copies of those: open, too
             state["open"] = True
+        if self.hash_scheme != "dict":  # pickles of the default scheme stay as they were
+            state["hash_scheme"] = self.hash_scheme
         return state
 
     def __setstate__(self, state: dict[str, Any]) -> None:
         self._data, self.hash_value, self.unhashed = state["data"], state["hash_value"], state["unhashed"]
         self._reset_sharing()
         self._open = state.get("open", False)
+        self.hash_scheme = state.get("hash_scheme", "dict")
 
     def sections(self) -> list[tuple[str, Any]]:
         """The dicts, in the order they are hashed: extern_data, then the network or the stages by epoch. For

@@ -1,0 +1,398 @@
+"""The computation graph of a net dict, which ``hash_scheme="graph"`` hashes instead of the dict itself.
+
+Every normalization here is one of the named rules of :mod:`.graph_rules` (the comments name them). The graph of a
+network is its roots (the layers RETURNN reads by name, and the layers that may own parameters, by their TF scope)
+and its layers as a list, numbered in order of first use: breadth first from the roots, through each layer's options
+in sorted order. A reference becomes a token naming that number, so a layer's name is nowhere unless RETURNN reads
+it. Dims stay DimRefs: the canonical form numbers them as for the dict scheme."""
+
+from __future__ import annotations
+
+from typing import Any, Optional, Union
+
+from ..serialization.errors import SerializationError
+from ..serialization.values import key_step
+from .canonical import Tagged, Token
+from .graph_rules import (
+    INERT_OPTIONS,
+    LITERAL_OPTIONS,
+    MARKING_OPTIONS,
+    PARAMETER_FREE_CLASSES,
+    REFERENCE_OPTIONS,
+)
+
+#: Nested subnetworks deeper than this are refused (each level is a scope; RETURNN itself recurses per level).
+MAX_DEPTH = 200
+
+
+class _Layer:
+    """One layer of the dict: where it sits, its description and its effective TF name scope prefix."""
+
+    __slots__ = ("path", "desc", "net", "prefix", "unit")
+
+    def __init__(self, path: str, desc: dict, net: _Net, prefix: str):
+        self.path, self.desc, self.net, self.prefix = path, desc, net, prefix
+        self.unit: Optional[_Net] = None  # the loop body of a rec layer with a dict unit
+
+    @property
+    def owns_parameters(self) -> bool:
+        return self.unit is None and self.desc.get("class") not in PARAMETER_FREE_CLASSES
+
+
+class _Net:
+    """A network scope: the root, a subnetwork flattened into the graph, a loop body, or a net dict nested in some
+    other option (kept with its names)."""
+
+    def __init__(self, kind: str, parent: Optional[_Net], owner: Optional[_Layer], sources: Any = None):
+        self.kind, self.parent, self.owner, self.sources = kind, parent, owner, sources
+        self.layers: dict[str, Union[_Layer, _Net]] = {}  # a flattened subnetwork is its _Net
+        self.path = "" if owner is None else owner.path + "/"
+        self.other: dict[str, Any] = {}  # entries that are no layer description
+
+    def loop(self) -> Optional[_Layer]:
+        """The innermost loop this scope sits in."""
+        net: Optional[_Net] = self
+        while net is not None:
+            if net.kind == "loop":
+                return net.owner
+            net = net.parent
+        return None
+
+
+def _is_layer(desc: Any) -> bool:
+    return type(desc) is dict and type(desc.get("class")) is str
+
+
+def _is_net(value: Any) -> bool:
+    return type(value) is dict and bool(value) and all(type(k) is str and _is_layer(v) for k, v in value.items())
+
+
+def _sorted_items(value: dict) -> list[tuple[Any, Any]]:
+    """Items in key order where keys are all str (as the canonical form orders them), so that layers are numbered
+    whatever the dict's order; else in the dict's order."""
+    if all(type(key) is str for key in value):
+        return sorted(value.items(), key=lambda item: item[0])
+    return list(value.items())
+
+
+def _single_source(desc: dict) -> Optional[tuple[str, ...]]:
+    """The sources of a layer as a tuple of at most one name, or None if it has more or they are not names."""
+    sources = desc.get("from", ())
+    if type(sources) is str:
+        return (sources,)
+    if type(sources) in (list, tuple) and len(sources) <= 1 and all(type(s) is str for s in sources):
+        return tuple(sources)
+    return None
+
+
+def _flattens(desc: dict) -> bool:
+    """Rule "subnetwork-namespace": a subnetwork layer that is only a namespace."""
+    return (
+        desc.get("class") == "subnetwork"
+        and _is_net(desc.get("subnetwork"))
+        and set(desc) - INERT_OPTIONS <= {"class", "subnetwork", "from"}
+        and _single_source(desc) is not None
+    )
+
+
+def _is_alias(layer: _Layer) -> bool:
+    """Rule "copy-alias": a copy of one layer, with no other effective option."""
+    desc = layer.desc
+    if desc.get("class") != "copy" or set(desc) - INERT_OPTIONS - {"class", "from"}:
+        return False
+    sources = _single_source(desc)
+    return sources is not None and len(sources) == 1 and not sources[0].startswith("prev:")
+
+
+def _scope_prefix(net_prefix: str, name: str, name_scope: Any) -> str:
+    """Rule "parameter-scope": the TF name scope prefix of a layer, as RETURNN's
+    ``LayerBase.get_base_absolute_name_scope_prefix`` makes it (with its valid-scope-name spelling of the name)."""
+    if name_scope is None:
+        return net_prefix + _valid_scope_name(name) + "/"
+    if type(name_scope) is not str:
+        raise SerializationError(f"name_scope {name_scope!r} is not a str")
+    if name_scope == "":
+        return net_prefix
+    if name_scope == "/":
+        return ""
+    if name_scope.startswith("/"):
+        return name_scope[1:] + "/"
+    return net_prefix + name_scope + "/"
+
+
+def _valid_scope_name(name: str) -> str:
+    """RETURNN's ``get_valid_scope_name_from_str``: what a layer name becomes in TF names."""
+    name = "".join(c for c in name if ord(c) < 128)
+    for c in ":(){}&+-*'\" ,":
+        name = name.replace(c, "__")
+    if name[:1] in ("_", "-", "\\", "/"):
+        name = f".{ord(name[0])}." + name[1:]
+    return name
+
+
+class Graph:
+    """The graph of one net dict: :attr:`form` (what is hashed, with DimRefs still in it) and :attr:`names` (the
+    original paths of each numbered layer, the aliases that lead to it included: for hash-diff)."""
+
+    def __init__(self, network: dict, where: str):
+        self._where = where
+        self._root = _Net("root", None, None)
+        self._parse(network, self._root, "", 0)
+        self._numbers: dict[int, int] = {}  # id(_Layer) -> number
+        self._order: list[_Layer] = []
+        self.names: list[list[str]] = []
+        self._mentioned: set[str] = set()
+        roots = self._roots()
+        layers: list[dict] = []
+        kept: list[tuple[str, Token]] = []
+        while True:  # the layers reached, then those kept by name, and what those reach, until none is left
+            while len(layers) < len(self._order):
+                layers.append(self._node(self._order[len(layers)]))
+            more = self._kept_by_name()
+            if not more:
+                break
+            kept.extend(more)
+        self.form: dict[str, Any] = {"roots": roots, "layers": layers}
+        if kept:
+            self.form["kept by name"] = kept
+        other = self._other(self._root, "")
+        if other:
+            self.form["other entries"] = other
+
+    # Parsing: scopes and prefixes.
+
+    def _parse(self, network: dict, net: _Net, prefix: str, depth: int) -> None:
+        if depth > MAX_DEPTH:
+            raise SerializationError(f"subnetworks nested deeper than {MAX_DEPTH}").at(self._where + net.path)
+        for name, desc in network.items():
+            if type(name) is not str or not _is_layer(desc):
+                net.other[name] = desc
+                continue
+            try:
+                layer_prefix = _scope_prefix(prefix, name, desc.get("name_scope"))
+            except SerializationError as e:
+                raise e.at(f"{self._where}[{name!r}]")
+            layer = _Layer(net.path + name, desc, net, layer_prefix)
+            if _flattens(desc):
+                sub = _Net("sub", net, layer, _single_source(desc))
+                net.layers[name] = sub
+                self._parse(desc["subnetwork"], sub, layer_prefix, depth + 1)
+                continue
+            net.layers[name] = layer
+            if desc["class"] == "rec" and _is_net(desc.get("unit")):
+                layer.unit = _Net("loop", net, layer)
+                unit_prefix = layer_prefix + ("rec/" if desc.get("name_scope") is None else "")
+                self._parse(desc["unit"], layer.unit, unit_prefix, depth + 1)
+
+    # Resolving names.
+
+    def _resolve(self, text: str, net: _Net) -> Any:
+        """What the name ``text`` read in ``net`` refers to: a token (a layer's number, marked prev/stacked/loop
+        input) or an extern_data key (Tagged), or None if it finds nothing. ``base:`` and ``prev:`` prefixes come
+        in any order (``base:prev:x`` in a subnetwork of a loop body)."""
+        prev = False
+        while True:
+            if text.startswith("prev:"):
+                prev, text = True, text[len("prev:") :]
+            elif text.startswith("base:") and net.parent is not None:
+                net, text = net.parent, text[len("base:") :]
+            else:
+                break
+        target = self._find(text, net, 0)
+        if target is None:
+            return None
+        if isinstance(target, Tagged):
+            return None if prev else target
+        layer, stacked, sub = target
+        number = self._number(layer)
+        if prev:
+            if stacked or net.loop() is None:
+                return None
+            token = Token(f"prev:layer#{number}")
+        else:
+            token = Token(f"stacked:layer#{number}" if stacked else f"layer#{number}")
+        return token if not sub else Tagged(("@sub-layer", token, sub))
+
+    def _find(self, text: str, net: _Net, hops: int) -> Any:
+        """(layer, stacked, sub-layer path) or an extern_data Tagged for ``text`` in ``net``, following namespaces and
+        aliases. A path into a layer that is no namespace nor loop (``split/0``) is that layer's sub-layer."""
+        if hops > MAX_DEPTH:
+            return None  # a cycle of aliases: RETURNN cannot build it either; the name stays as it is
+        while text.startswith("base:"):
+            if net.parent is None:
+                return None
+            net, text = net.parent, text[len("base:") :]
+        if text == "data" or text.startswith("data:"):
+            return self._data(text, net, hops)
+        head, _, rest = text.partition("/")
+        item = net.layers.get(head)
+        stacked = False
+        while rest and item is not None:
+            if type(item) is _Layer and item.unit is None:
+                return item, stacked, rest
+            head, _, rest = rest.partition("/")
+            if type(item) is _Net:
+                item = item.layers.get(head)
+            else:
+                item, stacked = item.unit.layers.get(head), True
+        if type(item) is _Net:  # rule "subnetwork-namespace": the subnetwork's output
+            found = self._find("output", item, hops + 1)
+            return None if found is None or type(found) is Tagged else (found[0], found[1] or stacked, found[2])
+        if item is None:
+            return None
+        if _is_alias(item):  # rule "copy-alias"
+            (source,) = _single_source(item.desc)
+            found = self._find(source, item.net, hops + 1)
+            if found is not None and type(found) is not Tagged:
+                return found[0], found[1] or stacked, found[2]
+            if found is not None and not stacked:
+                return found
+        return item, stacked, ""
+
+    def _data(self, text: str, net: _Net, hops: int) -> Any:
+        key = "data" if text == "data" else text[len("data:") :]
+        if net.kind == "sub":  # rule "subnetwork-namespace": "data" is the input; other keys are the parent's
+            if key == "data":
+                return self._find(net.sources[0], net.parent, hops + 1) if net.sources else None
+            return self._data(text, net.parent, hops)
+        if net.kind == "loop":  # rule "loops": the per-frame input
+            if key in ("data", "source"):
+                return Tagged(("@loop-input", Token(f"layer#{self._number(net.owner)}")))
+            return self._data(text, net.parent, hops)
+        if net.kind == "nested":
+            return None
+        return Tagged(("@data", key))
+
+    def _number(self, layer: _Layer) -> int:
+        number = self._numbers.get(id(layer))
+        if number is None:
+            number = self._numbers[id(layer)] = len(self._order)
+            self._order.append(layer)
+            self.names.append([layer.path])
+        return number
+
+    # Roots.
+
+    def _roots(self) -> dict[str, Any]:
+        """Rule "layer-names": what RETURNN reads by name (the default output, losses by score key, marked layers),
+        then every layer that may own parameters, by its TF scope (rule "parameter-scope")."""
+        named: list[tuple[str, _Layer, _Net]] = []
+        scoped: list[tuple[str, str, _Layer]] = []
+        for layer in self._all_layers(self._root):
+            if any(option in layer.desc for option in MARKING_OPTIONS):
+                named.append((f"marked {layer.path}", layer, layer.net))
+            if layer.owns_parameters:
+                scoped.append((layer.prefix, repr(layer.desc.get("param_name")), layer))
+        roots: dict[str, Any] = {}
+        output = self._resolve("output", self._root)
+        if output is not None:
+            roots["output"] = output
+        for key, layer, net in sorted(named, key=lambda item: item[0]):
+            roots[key] = Token(f"layer#{self._number(layer)}")
+        scopes = sorted(scoped, key=lambda item: (item[0], item[1], item[2].path))
+        roots["parameters"] = [Token(f"layer#{self._number(layer)}") for _, _, layer in scopes]
+        return roots
+
+    def _all_layers(self, net: _Net):
+        for item in net.layers.values():
+            if isinstance(item, _Net):
+                yield from self._all_layers(item)
+            else:
+                yield item
+                if item.unit is not None:
+                    yield from self._all_layers(item.unit)
+
+    # Nodes.
+
+    def _node(self, layer: _Layer) -> dict[str, Any]:
+        desc = layer.desc
+        where = f"{self._where}{''.join(f'[{part!r}]' for part in layer.path.split('/'))}"
+        node: dict[str, Any] = {}
+        for key in sorted(desc):
+            if key in INERT_OPTIONS or (key == "unit" and layer.unit is not None):  # rule "inert-options"
+                continue
+            value = desc[key]
+            if key == "from" and type(value) is str:  # rule "from-list"
+                value = [value]
+            elif key == "from" and type(value) is tuple:
+                value = list(value)
+            if key in LITERAL_OPTIONS:
+                node[key] = value
+                continue
+            try:
+                node[key] = self._value(value, layer.net, key in REFERENCE_OPTIONS, layer.prefix)
+            except SerializationError as e:
+                raise e.at(f"{where}{key_step(key)}")
+        if layer.owns_parameters:
+            node["@scope"] = layer.prefix
+        loop = layer.net.loop()
+        if loop is not None:
+            node["@loop"] = Token(f"layer#{self._number(loop)}")
+        if layer.unit is not None:  # rule "loops": RETURNN reads a loop body's "output" and "end" by name
+            node["@unit"] = {
+                name: found
+                for name in ("output", "end")
+                if name in layer.unit.layers and (found := self._resolve(name, layer.unit)) is not None
+            }
+            other = self._other(layer.unit, layer.prefix)
+            if other:
+                node["@unit other entries"] = other
+        if layer.net.kind == "nested":
+            node["@name"] = layer.path
+        return node
+
+    def _value(self, value: Any, net: _Net, reference: bool, prefix: str) -> Any:
+        """An option value with the names in it resolved: in a reference option a name that finds a layer becomes
+        its token; anywhere else such a name stays as it is, marked with the token of what it finds (so that layer
+        is kept, and which one it is counts). A net dict nested in an option is a scope of its own, with names."""
+        cls = type(value)
+        if cls is str:
+            found = self._resolve(value, net)
+            if found is None:
+                self._mentioned.add(value)
+                return value
+            return found if reference else Tagged(("@named", value, found))
+        if cls is dict:
+            if _is_net(value) or _is_layer(value):
+                return self._nested(value if _is_net(value) else {"layer": value}, net, prefix)
+            return {
+                key: (
+                    item
+                    if key in LITERAL_OPTIONS
+                    else self._value(item, net, reference or key in REFERENCE_OPTIONS, prefix)
+                )
+                for key, item in _sorted_items(value)
+            }
+        if cls is list or cls is tuple:
+            out = [self._value(item, net, reference, prefix) for item in value]
+            return out if cls is list else tuple(out)
+        return value
+
+    def _nested(self, network: dict, net: _Net, prefix: str) -> Tagged:
+        """A net dict in an option other than a subnetwork's or a loop's (e.g. a cond layer's branches): its layers
+        join the graph with their names, and the option lists them by name."""
+        nested = _Net("nested", net, None)
+        nested.path = net.path
+        self._parse(network, nested, prefix, 1)
+        numbers = {
+            name: Token(f"layer#{self._number(item)}")
+            for name, item in _sorted_items(nested.layers)
+            if type(item) is _Layer
+        }
+        return Tagged(("@nested", numbers, self._other(nested, prefix)))
+
+    def _other(self, net: _Net, prefix: str) -> dict[str, Any]:
+        """Entries of a net dict that are no layer (RETURNN ignores some, e.g. "#..." keys; all are kept)."""
+        return {key: self._value(value, net, False, prefix) for key, value in _sorted_items(net.other)}
+
+    def _kept_by_name(self) -> list[tuple[str, Token]]:
+        """Rule "unreached", its safety: a layer not reached whose name a kept string holds (an option RETURNN may
+        resolve in a way this graph does not know) is kept, by its path."""
+        unreached = sorted(
+            (layer.path, layer) for layer in self._all_layers(self._root) if id(layer) not in self._numbers
+        )
+        return [
+            (path, Token(f"layer#{self._number(layer)}"))
+            for path, layer in unreached
+            if any(path.rpartition("/")[2] in text for text in self._mentioned)
+        ]
