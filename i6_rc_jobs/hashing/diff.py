@@ -16,7 +16,7 @@ from sisyphus.job_path import AbstractPath
 
 from ..serialization.serialized_net import SerializedNet
 from .canonical import Canonicalizer, DimToken, Tagged, dims_in
-from .sis_hash import canonical_form
+from .sis_hash import canonical_form, layer_graphs
 
 
 def explain(a: Any, b: Any, path: str = "") -> Iterator[str]:
@@ -30,6 +30,8 @@ def explain(a: Any, b: Any, path: str = "") -> Iterator[str]:
     elif isinstance(a, SerializedNet) and (a.hash_value is not None or b.hash_value is not None):
         how = ("its dicts", "hash_value") if a.hash_value is None else ("hash_value", "its dicts")
         yield f"{_join(path, 'hash_value')}: {a.hash_value!r} -> {b.hash_value!r} (hashed by {how[0]} -> by {how[1]})"
+    elif isinstance(a, SerializedNet) and a.hash_scheme != b.hash_scheme:
+        yield f"{_join(path, 'hash_scheme')}: {a.hash_scheme!r} -> {b.hash_scheme!r}"
     elif isinstance(a, SerializedNet):
         if a.unhashed != b.unhashed:
             yield f"{_join(path, 'unhashed')}: {sorted(a.unhashed)} -> {sorted(b.unhashed)}"
@@ -124,6 +126,14 @@ def _diff_dicts(a: dict, b: dict, path: str, recurse: Callable, line: Callable =
 
 _MISSING_SECTION = "(not hashed)"
 _DIM = re.compile(r"dim#(\d+)")
+_LAYER = re.compile(r"layer#(\d+)")
+_LAYER_PATH = re.compile(r"\['layers'\]\[(\d+)\]")
+
+
+def _layer_name(names: list[str], number: int) -> str:
+    return names[number] if number < len(names) else "(none)"
+
+
 _SPELLED = re.compile(r"dim#(\d+) ")  # a dim's first occurrence: its index, then its definition
 
 
@@ -152,15 +162,42 @@ class _Side:
         for at, leaf in _leaves(self.form, prefix):
             for found in _SPELLED.finditer(repr(leaf)):
                 self.first_at.setdefault(int(found.group(1)), at)
+        # graph scheme: the paths of the numbered layers of each network part
+        self.layers = (
+            {prefix + name: graph.names for name, graph in layer_graphs(net).items()}
+            if net.hash_scheme == "graph"
+            else {}
+        )
 
-    def named(self, text: str) -> str:
-        """``text`` with each dim named by its description: ``dim#3 'model' feature 64``, ``<dim#3 'model'>``."""
+    def named(self, text: str, path: str = "") -> str:
+        """``text`` with each dim named by its description: ``dim#3 'model' feature 64``, ``<dim#3 'model'>``; and
+        in a graph's part (``path``), each layer by its path in the dict: ``<layer#12 'enc/ff'>``."""
 
         def name(found: re.Match) -> str:
             description = self.names.get(int(found.group(1)))
             return found.group(0) if description is None else f"{found.group(0)} {description!r}"
 
-        return _DIM.sub(name, text)
+        text = _DIM.sub(name, text)
+        names = self._layer_names(path)
+        if names is not None:
+            text = _LAYER.sub(lambda found: f"{found.group(0)} {_layer_name(names, int(found.group(1)))!r}", text)
+        return text
+
+    def _layer_names(self, path: str) -> Optional[list[str]]:
+        part = path.partition("['layers']")[0]
+        return self.layers.get(part) if path.startswith(part + "[") else None
+
+    def where(self, path: str, other: _Side) -> str:
+        """``path`` with a graph's layer said by number and path in the dict, on both sides if they differ:
+        ``network layer#12 ('enc/ff')['activation']``."""
+        found = _LAYER_PATH.search(path)
+        names, other_names = self._layer_names(path), other._layer_names(path)
+        if found is None or names is None or other_names is None:
+            return path
+        number = int(found.group(1))
+        here, there = _layer_name(names, number), _layer_name(other_names, number)
+        said = repr(here) if here == there else f"{there!r} in A, {here!r} in B"
+        return f"{path[:found.start()]} layer#{number} ({said}){path[found.end():]}"
 
     def closure(self, index: int) -> set[int]:
         """The dim and every dim it is made of."""
@@ -226,17 +263,18 @@ def _net_lines(a: _Side, b: _Side) -> Iterator[str]:
         groups.setdefault(root, []).append(change)
     for root, change in order:
         if root is None:
-            yield f"{change.path}: {change.a} -> {change.b}"
+            yield f"{b.where(change.path, a)}: {change.a} -> {change.b}"
             continue
         own = f"dim#{root}"
         members = [c for c in groups[root] if not (c.path == b.first_at[root] and c.b.startswith(b.named(own) + " "))]
         before = a.named(defs_a[root]) if root < len(defs_a) else "(none)"
         follows = f", and {_count(len(members), 'line that follows', 'lines that follow')} from it:" if members else ""
-        yield f"{b.named(own)} (first at {b.first_at[root]}): {before} -> {b.named(defs_b[root])}{follows}"
-        yield from _merged(members)
+        first_at = b.where(b.first_at[root], a)
+        yield f"{b.named(own)} (first at {first_at}): {before} -> {b.named(defs_b[root])}{follows}"
+        yield from _merged(members, a, b)
 
 
-def _merged(changes: list[_Change]) -> Iterator[str]:
+def _merged(changes: list[_Change], a: _Side, b: _Side) -> Iterator[str]:
     """Indented lines of ``changes``; one line for each change of one key from one value to one other (the same
     initializer bound in every layer), with the number of places."""
     alike: dict[tuple[str, str, str], list[_Change]] = {}
@@ -244,7 +282,7 @@ def _merged(changes: list[_Change]) -> Iterator[str]:
         alike.setdefault((change.path[change.path.rfind("[") :], change.a, change.b), []).append(change)
     for first, *more in alike.values():
         also = f" (and {_count(len(more), 'more place', 'more places')})" if more else ""
-        yield f"  {first.path}: {first.a} -> {first.b}{also}"
+        yield f"  {b.where(first.path, a)}: {first.a} -> {first.b}{also}"
 
 
 def _diff_forms(a: Any, b: Any, side_a: _Side, side_b: _Side, path: str, beside: frozenset[int] = frozenset()):
@@ -277,7 +315,7 @@ def _diff_forms(a: Any, b: Any, side_a: _Side, side_b: _Side, path: str, beside:
 def _change(path: str, a: Any, b: Any, side_a: _Side, side_b: _Side, beside: frozenset[int]) -> _Change:
     text_a, text_b = _text(a, side_a.canon), _text(b, side_b.canon)
     dims = {int(i) for i in _DIM.findall(text_b)} or set(beside)
-    return _Change(path, _cut(side_a.named(text_a)), _cut(side_b.named(text_b)), dims)
+    return _Change(path, _cut(side_a.named(text_a, path)), _cut(side_b.named(text_b, path)), dims)
 
 
 def _text(value: Any, canon: Canonicalizer) -> str:

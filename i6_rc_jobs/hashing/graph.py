@@ -132,7 +132,7 @@ def _valid_scope_name(name: str) -> str:
 
 class Graph:
     """The graph of one net dict: :attr:`form` (what is hashed, with DimRefs still in it) and :attr:`names` (the
-    original paths of each numbered layer, the aliases that lead to it included: for hash-diff)."""
+    path in the dict of each numbered layer, for hash-diff)."""
 
     def __init__(self, network: dict, where: str):
         self._where = where
@@ -140,7 +140,7 @@ class Graph:
         self._parse(network, self._root, "", 0)
         self._numbers: dict[int, int] = {}  # id(_Layer) -> number
         self._order: list[_Layer] = []
-        self.names: list[list[str]] = []
+        self.names: list[str] = []
         self._mentioned: set[str] = set()
         roots = self._roots()
         layers: list[dict] = []
@@ -268,7 +268,7 @@ class Graph:
         if number is None:
             number = self._numbers[id(layer)] = len(self._order)
             self._order.append(layer)
-            self.names.append([layer.path])
+            self.names.append(layer.path)
         return number
 
     # Roots.

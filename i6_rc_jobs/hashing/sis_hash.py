@@ -24,8 +24,14 @@ def split_sections(serializer: SerializedNet) -> tuple[list[tuple[str, Any]], li
     for name, value in serializer.sections():
         (unhashed if name.partition("[")[0] in serializer.unhashed else hashed).append((name, value))
     if serializer.hash_scheme == "graph":
-        hashed = [(name, value if name == "extern_data" else Graph(value, name).form) for name, value in hashed]
+        graphs = layer_graphs(serializer)
+        hashed = [(name, graphs[name].form if name in graphs else value) for name, value in hashed]
     return hashed, unhashed
+
+
+def layer_graphs(serializer: SerializedNet) -> dict[str, Graph]:
+    """The graph of each network part (the network, or each stage), by part name."""
+    return {name: Graph(value, name) for name, value in serializer.sections() if name != "extern_data"}
 
 
 def canonical_form(serializer: SerializedNet) -> tuple[Canonicalizer, dict[str, Any]]:

@@ -1,5 +1,6 @@
-"""Golden files: the generated code and the Sisyphus hashes of the fixed cases. A hash that changes is a decision:
-bump FORMAT_VERSION in i6_rc_jobs/hashing/sis_hash.py, say why in CHANGELOG.md, then rewrite the files with
+"""Golden files: the generated code and the Sisyphus hashes of the fixed cases, in both hash schemes. A hash that
+changes is a decision: bump FORMAT_VERSION in i6_rc_jobs/hashing/sis_hash.py (GRAPH_FORMAT_VERSION in
+i6_rc_jobs/hashing/graph_rules.py for graph hashes), say why in CHANGELOG.md, then rewrite the files with
 ``.venv/bin/python -m tests.support.golden --update``."""
 
 from __future__ import annotations
@@ -13,11 +14,13 @@ from i6_core.returnn.config import ReturnnConfig
 from sisyphus.hash import short_hash
 
 from i6_rc_jobs import ReturnnCommonSerializer
+from i6_rc_jobs.hashing.graph_rules import GRAPH_FORMAT_VERSION
 from i6_rc_jobs.hashing.sis_hash import FORMAT_VERSION
 from tests.support.cases import CASES
 
 GOLDEN = pathlib.Path(__file__).resolve().parent.parent / "golden"
 HASHES = GOLDEN / "hashes.json"
+GRAPH_HASHES = GOLDEN / "graph_hashes.json"
 
 
 def rc_cases() -> dict[str, Callable[[], ReturnnCommonSerializer]]:
@@ -40,12 +43,24 @@ def current_hashes() -> dict:
     return {"format_version": FORMAT_VERSION, "hashes": hashes}
 
 
+def current_graph_hashes() -> dict:
+    """Per case with a network: the graph hash of its serializer (``hash_scheme="graph"``)."""
+    hashes = {}
+    for name, make in sorted({**CASES, **rc_cases()}.items()):
+        serializer = make()
+        if serializer.sections() and serializer.sections()[-1][0] != "extern_data":
+            serializer.hash_scheme = "graph"
+            hashes[name] = serializer._sis_hash().decode()
+    return {"graph_format_version": GRAPH_FORMAT_VERSION, "hashes": hashes}
+
+
 def code_file(name: str) -> pathlib.Path:
     return GOLDEN / f"{name}.config"
 
 
 def update() -> None:
     HASHES.write_text(json.dumps(current_hashes(), indent=2, sort_keys=True) + "\n")
+    GRAPH_HASHES.write_text(json.dumps(current_graph_hashes(), indent=2, sort_keys=True) + "\n")
     for name, make in CASES.items():
         code_file(name).write_text(make().get())
 
