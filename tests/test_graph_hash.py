@@ -141,11 +141,17 @@ def test_a_semantic_change_of_a_reached_layer_changes_the_graph_hash(data, specs
     assert graph_hash(a) != graph_hash(b)
 
 
-def test_unreached_layers_count_when_they_own_parameters():
+def test_unreached_layers_count_when_they_own_parameters_or_returnn_builds_them():
     net = RandomNet([("activation", "relu", -1)]).build(["a"], [0], set(), set())
     with_param = {**net, "unused": {"class": "linear", "from": "data", "out_dim": OUT_DIMS[0]}}
     with_act = {**net, "unused": {"class": "activation", "activation": "tanh", "from": "data"}}
     assert graph_hash(with_act) == graph_hash(net) != graph_hash(with_param)
+    for built in ({"is_output_layer": True}, {"register_as_extern_data": "x"}, {"loss": "as_is"}):
+        marked = {**net, "unused": {**with_act["unused"], **built}}
+        changed = {**net, "unused": {**marked["unused"], "activation": "relu"}}
+        assert graph_hash(marked) != graph_hash(changed)
+    extra = {**net, "extra.search:output": with_act["unused"]}
+    assert graph_hash(extra) != graph_hash({**extra, "extra.search:output": with_act["a"]})
 
 
 def test_names_that_returnn_reads_count():

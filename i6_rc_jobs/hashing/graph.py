@@ -8,7 +8,7 @@ it. Dims stay DimRefs: the canonical form numbers them as for the dict scheme.""
 
 from __future__ import annotations
 
-from typing import Any, Optional, Union
+from typing import Any, Iterator, Optional, Union
 
 from ..serialization.errors import SerializationError
 from ..serialization.values import key_step
@@ -73,6 +73,18 @@ def _sorted_items(value: dict) -> list[tuple[Any, Any]]:
     if all(type(key) is str for key in value):
         return sorted(value.items(), key=lambda item: item[0])
     return list(value.items())
+
+
+def _strings(value: Any) -> Iterator[str]:
+    """The strings in an option value."""
+    if type(value) is str:
+        yield value
+    elif type(value) is dict:
+        for item in value.values():
+            yield from _strings(item)
+    elif type(value) in (list, tuple):
+        for item in value:
+            yield from _strings(item)
 
 
 def _single_source(desc: dict) -> Optional[tuple[str, ...]]:
@@ -279,7 +291,7 @@ class Graph:
         named: list[tuple[str, _Layer, _Net]] = []
         scoped: list[tuple[str, str, _Layer]] = []
         for layer in self._all_layers(self._root):
-            if any(option in layer.desc for option in MARKING_OPTIONS):
+            if ":" in layer.path or any(option in layer.desc for option in MARKING_OPTIONS):
                 named.append((f"marked {layer.path}", layer, layer.net))
             if layer.owns_parameters:
                 scoped.append((layer.prefix, repr(layer.desc.get("param_name")), layer))
@@ -318,6 +330,7 @@ class Graph:
                 value = list(value)
             if key in LITERAL_OPTIONS:
                 node[key] = value
+                self._mentioned.update(_strings(value))  # eval code may still name a layer: rule "unreached"
                 continue
             try:
                 node[key] = self._value(value, layer.net, key in REFERENCE_OPTIONS, layer.prefix)

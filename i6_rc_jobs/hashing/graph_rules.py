@@ -26,7 +26,8 @@ RULES: dict[str, Rule] = {
             "A layer is identified by its class, its options and the layers it reads (numbered in order of first "
             "use from the roots), not by its name; RETURNN uses a name only to find the layer, except where it is "
             "kept: the default output 'output', loss layers (their names are the score keys), layers marked "
-            "is_output_layer, a loop's 'output' and 'end', extern_data keys, and parameter scopes.",
+            "is_output_layer or register_as_extern_data, layers of extra nets ('extra.search:output'), a loop's "
+            "'output' and 'end', extern_data keys, and parameter scopes.",
         ),
         Rule(
             "parameter-scope",
@@ -90,6 +91,7 @@ REFERENCE_OPTIONS = frozenset(
         "condition",
         "explicit_search_sources",
         "target_layer",
+        "reuse_params",
     }
 )
 
@@ -165,4 +167,4 @@ PARAMETER_FREE_CLASSES = frozenset(
 )
 
 #: Options of a layer that RETURNN reads its name for (rule "layer-names"): the layer is kept with its path.
-MARKING_OPTIONS = ("loss", "is_output_layer")
+MARKING_OPTIONS = ("loss", "is_output_layer", "register_as_extern_data")
