@@ -9,7 +9,7 @@ what we change, injected here and nowhere else (``python -m pytest -p tests.rc_p
 - with ``--rc-serializer=ours`` (the default): the config code its tests serialize (``get_complete_py_code_str``)
   written by our ``ReturnnCommonSerializer`` from the raw dicts instead. Every config code that reaches the helper
   must then start with one ours wrote (tests append settings), else that test fails: the swap cannot silently stop
-  applying.
+  applying. Each such net is graph-hashed too (``hash_scheme="graph"``), which must not fail.
 
 ``--rc-peer-report=PATH`` writes a JSON report: per test its outcome, the first line of its failure and how many
 configs our serializer wrote for it; rewritten as each test starts and ends, so that a test which kills the process
@@ -91,9 +91,9 @@ def _checked(config_net_dict_via_serialized: Callable[[str], Any]) -> Callable[[
 def _our_complete_py_code_str(self: Any, root_module: Any) -> str:
     """In place of ``ReturnnConfigSerializer.get_complete_py_code_str``: the same config (RETURNN settings,
     extern_data, network) from the same raw dicts, written by ``ReturnnCommonSerializer``."""
-    serializer = ReturnnCommonSerializer(
-        extern_data=self.get_extern_data_raw_dict(), network=self.get_net_dict_raw_dict(root_module=root_module)
-    )
+    extern_data, network = self.get_extern_data_raw_dict(), self.get_net_dict_raw_dict(root_module=root_module)
+    serializer = ReturnnCommonSerializer(extern_data=extern_data, network=network)
+    ReturnnCommonSerializer(extern_data=extern_data, network=network, hash_scheme="graph")._sis_hash()
     code = f"use_tensorflow = True\nbehavior_version = {self._behavior_version}\n\n{serializer.get()}"
     _state.ours_codes.add(code)
     _state.written_for_test += 1
