@@ -148,9 +148,24 @@ def test_another_random_init_differs_only_in_the_init(reference, weight_init, ch
 def test_another_constant_init_differs_in_the_init_and_the_output(reference):
     """A constant initial value is where the params are set around (the scale of a norm, a running variance)."""
     init_line, output_line = fingerprint(code(linear_net(bias_init=1.0))).differences(reference)
-    ones, zeros = ("'%0 = Const() {dtype=float32, value=float32[6] " + str([x] * 6) + "}'" for x in (1.0, 0.0))
+    ones, zeros = (f"'constant float32[6] {[x] * 6}'" for x in (1.0, 0.0))
     assert init_line == f"param bias/param: init differs: {ones} != {zeros}"
     assert output_line.startswith("output differs: max abs diff ")
+
+
+def test_a_constant_init_is_its_value_however_tf_computes_it(reference):
+    """returnn_common once wrote a zero bias as a zeros layer of its shape (TF: Fill), later as ``init: 0.0``
+    (Const): the same initial value."""
+    net = linear_net()
+    net["zeros"] = {"class": "constant", "value": 0.0, "shape": [net["bias"]["shape"][0]], "dtype": "float32"}
+    net["bias"] = {**net["bias"], "init_by_layer": "zeros"}
+    del net["bias"]["init"]
+    assert fingerprint(code(net)).differences(reference) == []
+    net["zeros"]["value"] = 0.5
+    assert [line.split(":")[0] for line in fingerprint(code(net)).differences(reference)] == [
+        "param bias/param",
+        "output differs",
+    ]
 
 
 def _renamed(net: dict[str, Any], old: str, new: str, depth: int = 0) -> dict[str, Any]:
@@ -182,10 +197,7 @@ def test_a_returnn_common_model_is_the_same_model_twice_and_with_a_layer_renamed
     assert model.params["lstms/0/param_W/param"] == (40, 256) and model.params["out/bias/param"] == (10,)
     assert len(model.params) == 8
     assert "StatelessRandomUniformV2(%0, <seed>, <seed>, %1)" in model.init["lstms/1/param_W_re/param"]
-    assert (
-        model.init["out/bias/param"]
-        == "%0 = Const() {dtype=float32, value=float32[10] [0.0" + ", 0.0" * 9 + "]}\nreturn %0:0"
-    )
+    assert model.init["out/bias/param"] == "constant float32[10] [0.0" + ", 0.0" * 9 + "]"
     assert model.output_dims == ("B", "T[13, 9]", "F10")
 
 
@@ -196,4 +208,4 @@ def test_the_transformer_fingerprints():
     assert fingerprint(code(network, extern_data)).differences(model) == []
     assert model.output_dims == ("B", "T[13, 9]", "F32")  # the target time ("classes" sorts before "data")
     assert model.params["output_projection/weight/param"] == (64, 32)
-    assert "Const() {dtype=float32, value=float32[64] all 1.0}" in model.init["encoder/norm/scale/param"]
+    assert model.init["encoder/norm/scale/param"] == "constant float32[64] all 1.0"

@@ -54,7 +54,8 @@ class Fingerprint:
     params: dict[str, tuple[int, ...]]
     """TF variable name (without ``:0``) -> shape"""
     init: dict[str, str]
-    """TF variable name -> canonical text of the subgraph of its initial value (see :func:`_init_text`)"""
+    """TF variable name -> canonical text of the subgraph of its initial value (see :func:`_init_text`), or for a
+    constant initial value that value (``constant float32[64] all 1.0``)"""
     output: numpy.ndarray
     """The default output on the fixed input, axes in canonical order, padding frames zero"""
     output_dims: tuple[str, ...]
@@ -103,10 +104,13 @@ def fingerprint(config_code: str, *, seed: int = 1) -> Fingerprint:
         output = _canonical_axes(network.get_default_output_layer().output.copy_as_batch_major())
         masks = [output.get_sequence_mask_broadcast(axis=i) for i in _dynamic_axes(output)]
         lengths = [output.dims[i].dyn_size_ext.placeholder for i in _dynamic_axes(output)]
+        init = {}
         with tf.compat.v1.Session() as session:
             for name, var in variables.items():
-                _, constant = inits[name]
+                text, constant = inits[name]
                 base = session.run(var.initial_value) if constant else None
+                # A constant is its value, however TF spells it (tf.zeros(shape) is a Fill, 0.0 a Const).
+                init[name] = text if base is None else f"constant {_array_text(numpy.asarray(base))}"
                 # What tf.Variable.load does (deprecated): run the initializer with the value fed in.
                 session.run(var.initializer, {var.initializer.inputs[1]: _param_value(name, var, base, seed)})
             value, mask_values, length_values = session.run(
@@ -116,7 +120,7 @@ def fingerprint(config_code: str, *, seed: int = 1) -> Fingerprint:
         value = numpy.where(mask, value, numpy.zeros((), value.dtype))
     return Fingerprint(
         params={name: tuple(var.shape.as_list()) for name, var in variables.items()},
-        init={name: text for name, (text, _) in inits.items()},
+        init=init,
         output=value,
         output_dims=_describe_axes(output, iter(length_values)),
     )
