@@ -43,6 +43,11 @@ def noisy(ff: dict, noise_layer: dict) -> Net:
     return {"ff": ff, "noise": noise_layer, "output": {"class": "combine", "kind": "add", "from": ["ff", "noise"]}}
 
 
+def scaled_loss(**options: Any) -> dict:
+    """A loss on the mean of the output (RETURNN's ``as_is`` loss: the value itself)."""
+    return {"class": "reduce", "mode": "mean", "axis": hidden_dim, "from": "act", "loss": "as_is", **options}
+
+
 def accumulate(step: str, also: str) -> Net:
     """A loop summing its input over time (``step`` its layer name); each frame's output is the sum plus ``also``."""
     return {
@@ -118,6 +123,11 @@ CASES: dict[str, tuple[Net, Net, Net]] = {
             linear("data", out_dim=other_dim, out_shape={batch_dim, time_dim, other_dim}),
             {**noise(other_dim), "shape_deps": ["data"]},
         ),
+    ),
+    "unset-options": (
+        {"ff": linear("data"), "act": relu("ff"), "output": out("act"), "loss": scaled_loss()},
+        {"ff": linear("data"), "act": relu("ff"), "output": out("act"), "loss": scaled_loss(loss_scale=1.0)},
+        {"ff": linear("data"), "act": relu("ff"), "output": out("act"), "loss": scaled_loss(loss_scale=0.5)},
     ),
     "loops": (
         accumulate("acc", "prev:acc"),

@@ -209,3 +209,18 @@ def test_the_transformer_fingerprints():
     assert model.output_dims == ("B", "T[13, 9]", "F32")  # the target time ("classes" sorts before "data")
     assert model.params["output_projection/weight/param"] == (64, 32)
     assert model.init["encoder/norm/scale/param"] == "constant float32[64] all 1.0"
+
+
+def test_losses_count_by_score_key_and_value_unless_asked_for_the_model_alone():
+    """A renamed loss layer is another score key: the same model (issue #13's definition), other behaviour; a loss
+    scale is another objective."""
+    from tests.test_graph_rules import CASES, serializer
+
+    net, scaled_one, scaled_half = CASES["unset-options"]
+    ce = fingerprint(serializer(net, "dict").get())
+    renamed = {**{k: v for k, v in net.items() if k != "loss"}, "mean_out": net["loss"]}
+    assert ce.differences(fingerprint(serializer(scaled_one, "dict").get())) == []
+    assert ce.differences(fingerprint(serializer(renamed, "dict").get())) == ["losses ['loss'] != ['mean_out']"]
+    assert ce.differences(fingerprint(serializer(renamed, "dict").get()), losses=False) == []
+    (line,) = ce.differences(fingerprint(serializer(scaled_half, "dict").get()))
+    assert line.startswith("loss loss differs: ")

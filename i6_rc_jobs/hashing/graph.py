@@ -19,6 +19,7 @@ from .graph_rules import (
     MARKING_OPTIONS,
     PARAMETER_FREE_CLASSES,
     REFERENCE_OPTIONS,
+    UNSET_VALUES,
 )
 
 #: Nested subnetworks deeper than this are refused (each level is a scope; RETURNN itself recurses per level).
@@ -79,6 +80,18 @@ def _strings(value: Any) -> Iterator[str]:
     elif type(value) in (list, tuple):
         for item in value:
             yield from _strings(item)
+
+
+def _unset(value: Any, unset: tuple) -> bool:
+    """Whether ``value`` is one of the ``unset`` values, of the same kind (numbers as numbers, not bools)."""
+    for candidate in unset:
+        if candidate is None and value is None:
+            return True
+        if type(candidate) is float and type(value) in (int, float) and value == candidate:
+            return True
+        if type(candidate) is dict and type(value) is dict and value == candidate:
+            return True
+    return False
 
 
 def _single_source(desc: dict) -> Optional[tuple[str, ...]]:
@@ -330,6 +343,8 @@ class Graph:
         node: dict[str, Any] = {}
         for key in sorted(desc):
             if key in INERT_OPTIONS or (key == "unit" and layer.unit is not None):  # rule "inert-options"
+                continue
+            if key in UNSET_VALUES and _unset(desc[key], UNSET_VALUES[key]):  # rule "unset-options"
                 continue
             value = desc[key]
             if key == "from" and type(value) is str:  # rule "from-list"

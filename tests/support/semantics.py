@@ -61,9 +61,14 @@ class Fingerprint:
     output_dims: tuple[str, ...]
     """One entry per axis of ``output``: ``B``, ``T[lengths]`` (dynamic), ``F<size>`` (the feature axis),
     ``S<size>`` (other static); then ``sparse<size>`` if the output is sparse"""
+    losses: dict[str, float]
+    """The losses RETURNN reports, by score key (the name it writes them under, e.g. in learning_rates), each as it
+    goes into the objective (scaled) on the fixed input"""
 
-    def differences(self, other: Fingerprint) -> list[str]:
-        """[] iff both are the same model; else one line per difference, params first."""
+    def differences(self, other: Fingerprint, losses: bool = True) -> list[str]:
+        """[] iff both are the same model; else one line per difference, params first. With ``losses=False``, the
+        model alone (parameters, initialization, output), as issue #13 defines semantic identity; with losses, also
+        what RETURNN reports while training (score keys and loss values)."""
         lines = []
         for name in sorted(self.params.keys() | other.params.keys()):
             if name not in other.params:
@@ -85,6 +90,13 @@ class Fingerprint:
         elif not numpy.allclose(self.output, other.output, rtol=RTOL, atol=ATOL, equal_nan=True):
             diff = numpy.nanmax(numpy.abs(self.output.astype(numpy.float64) - other.output))
             lines.append(f"output differs: max abs diff {diff:.6g}")
+        if losses and self.losses.keys() != other.losses.keys():
+            lines.append(f"losses {sorted(self.losses)} != {sorted(other.losses)}")
+        elif losses:
+            for name in sorted(self.losses):
+                ours, theirs = self.losses[name], other.losses[name]
+                if not numpy.isclose(ours, theirs, rtol=RTOL, atol=ATOL, equal_nan=True):
+                    lines.append(f"loss {name} differs: {ours:.6g} != {theirs:.6g}")
         return lines
 
 
@@ -104,6 +116,11 @@ def fingerprint(config_code: str, *, seed: int = 1) -> Fingerprint:
         output = _canonical_axes(network.get_default_output_layer().output.copy_as_batch_major())
         masks = [output.get_sequence_mask_broadcast(axis=i) for i in _dynamic_axes(output)]
         lengths = [output.dims[i].dyn_size_ext.placeholder for i in _dynamic_axes(output)]
+        losses = {
+            name: holder.get_loss_value_for_objective()
+            for name, holder in network.get_losses_initialized()[0].items()
+            if holder.get_loss_value_for_objective() is not None
+        }
         init = {}
         with tf.compat.v1.Session() as session:
             for name, var in variables.items():
@@ -113,8 +130,8 @@ def fingerprint(config_code: str, *, seed: int = 1) -> Fingerprint:
                 init[name] = text if base is None else f"constant {_array_text(numpy.asarray(base))}"
                 # What tf.Variable.load does (deprecated): run the initializer with the value fed in.
                 session.run(var.initializer, {var.initializer.inputs[1]: _param_value(name, var, base, seed)})
-            value, mask_values, length_values = session.run(
-                (output.placeholder, masks, lengths), feed_dict=_extern_data_feed(network.extern_data, seed)
+            value, mask_values, length_values, loss_values = session.run(
+                (output.placeholder, masks, lengths, losses), feed_dict=_extern_data_feed(network.extern_data, seed)
             )
     for mask in mask_values:
         value = numpy.where(mask, value, numpy.zeros((), value.dtype))
@@ -123,6 +140,7 @@ def fingerprint(config_code: str, *, seed: int = 1) -> Fingerprint:
         init=init,
         output=value,
         output_dims=_describe_axes(output, iter(length_values)),
+        losses={name: float(value) for name, value in loss_values.items()},
     )
 
 
