@@ -246,3 +246,15 @@ def test_hash_diff_lines_up_graph_layers_by_path_and_says_their_numbers():
     assert list(explain(a, c)) == []
     dict_scheme = ReturnnCommonSerializer(extern_data=EXTERN_DATA, network=net)
     assert list(explain(dict_scheme, a)) == ["hash_scheme: 'dict' -> 'graph'"]
+
+
+def test_a_layer_named_by_an_entry_that_is_no_layer_is_in_the_graph():
+    """Entries of a net dict that are no layer (RETURNN ignores "#..." keys, a user may keep notes) are hashed, and a
+    layer their strings name is kept with its content."""
+    net = {
+        "x": {"class": "activation", "activation": "relu", "from": "data"},
+        "#note": "x",
+        "output": {"class": "copy", "from": "data"},
+    }
+    changed = {**net, "x": {**net["x"], "activation": "tanh"}}
+    assert graph_hash(net) != graph_hash(changed)

@@ -169,6 +169,7 @@ class Graph:
         self._mentioned: set[str] = set()
         self._resolved: dict[tuple[str, int], Any] = {}  # (name, id(_Net)) -> what it finds
         roots = self._roots()
+        other = self._other(self._root, "")  # before the layers are made: names in it may number layers
         layers: list[dict] = []
         kept: list[tuple[str, Token]] = []
         while True:  # the layers reached, then those kept by name, and what those reach, until none is left
@@ -181,7 +182,6 @@ class Graph:
         self.form: dict[str, Any] = {"roots": roots, "layers": layers}
         if kept:
             self.form["kept by name"] = kept
-        other = self._other(self._root, "")
         if other:
             self.form["other entries"] = other
 
@@ -310,18 +310,18 @@ class Graph:
     def _roots(self) -> dict[str, Any]:
         """Rule "layer-names": what RETURNN reads by name (the default output, losses by score key, marked layers),
         then every layer that may own parameters, by its TF scope (rule "parameter-scope")."""
-        named: list[tuple[str, _Layer, _Net]] = []
+        named: list[tuple[str, _Layer]] = []
         scoped: list[tuple[str, str, _Layer]] = []
         for layer in self._all_layers(self._root):
             if ":" in layer.path or any(option in layer.desc for option in MARKING_OPTIONS):
-                named.append((f"marked {layer.path}", layer, layer.net))
+                named.append((f"marked {layer.path}", layer))
             if layer.owns_parameters:
                 scoped.append((layer.prefix, repr(layer.desc.get("param_name")), layer))
         roots: dict[str, Any] = {}
         output = self._resolve("output", self._root)
         if output is not None:
             roots["output"] = output
-        for key, layer, net in sorted(named, key=lambda item: item[0]):
+        for key, layer in sorted(named, key=lambda item: item[0]):
             roots[key] = Token(f"layer#{self._number(layer)}")
         scopes = sorted(scoped, key=lambda item: (item[0], item[1], item[2].path))
         roots["parameters"] = [Token(f"layer#{self._number(layer)}") for _, _, layer in scopes]
