@@ -3,9 +3,12 @@ tests/rc_models (``transformer``, ``lstm_stack``, ``enc_dec_loop``), written onc
 under them. Each returns the raw ``(extern_data, network)`` dicts of the current root name context.
 
 Adapters, each chosen by what the given ``nn`` has (never by a date), with the commits they cover:
-- ``nn.Linear``/``nn.LSTM``: (in_dim, out_dim) since 2022-10-06 (aa70295, 1e44765); before, out_dim with in_dim
-  optional, taken from the first input (lazy init), as code of that time did (an LSTM given in_dim then made no
-  parameters: ``_Rec.__init__`` set ``in_dim`` before ``_lazy_init`` looked at it).
+- ``nn.LSTM(in_dim, out_dim)`` since 2022-10-06 (1e44765); before, in_dim was optional (else taken from the first
+  input), but given, it made no parameters (``_Rec.__init__`` set ``in_dim`` before ``_lazy_init``, which then saw it
+  set): there, the LSTM is made with out_dim and its ``_lazy_init(in_dim)`` called after, as meant. ``nn.Linear``
+  takes ``in_dim=`` and ``out_dim=`` as keywords in every version (positional since aa70295). Both make their
+  parameters before the loop: before 3834ae4 a parameter made at a call inside a loop sat in the loop, where today's
+  RETURNN fails on its random init (the Transformer's own lazy target embedding does: unbuildable there).
 - ``LSTM.__call__``'s time dim is ``axis=`` before 2022-10-21 (9528a3c), ``spatial_dim=`` since.
 - ``LSTM.default_initial_state()`` takes no arguments before 2022-08-25 (060ff0a), ``batch_dims=`` since.
 - ``Tensor.mark_as_loss()`` without a name before 2022-09-14 (5ab6f7a), ``mark_as_loss(name)`` since.
@@ -27,19 +30,16 @@ import inspect
 import types
 from typing import Any, Callable
 
+from i6_rc_jobs.rc_compat import _scoped_function
+
 RawDicts = tuple[dict[str, Any], dict[str, Any]]
 
 MODELS = ("transformer", "lstm_stack", "enc_dec_loop")
 
 
-def _params(func: Callable) -> set[str]:
-    """The parameter names of ``func``, also behind ``nn.scoped``'s wrapper (which has only ``*args, name, **kwargs``
-    and keeps the function it wraps in its closure)."""
-    for cell in getattr(func, "__closure__", None) or ():
-        inner = cell.cell_contents
-        if isinstance(inner, types.FunctionType) and inner.__name__ == func.__name__:
-            return _params(inner)
-    return set(inspect.signature(func).parameters)
+def _params(nn: types.ModuleType, func: Callable) -> set[str]:
+    """The parameter names of ``func``, also behind ``nn.scoped``'s wrapper (whose own are ``*args, name, **kwargs``)."""
+    return set(inspect.signature(_scoped_function(nn, func)).parameters)
 
 
 def _requires(func: Callable, name: str) -> bool:
@@ -48,23 +48,32 @@ def _requires(func: Callable, name: str) -> bool:
     return parameter is not None and parameter.default is inspect.Parameter.empty
 
 
+def _with_parameters(rec: Any, in_dim: Any) -> Any:
+    """``rec`` (an ``nn.LSTM`` made without in_dim) with its parameters for ``in_dim``, made now, as ``_Rec.__init__``
+    meant to make them when given in_dim (see the module docstring)."""
+    rec._lazy_init(in_dim)
+    return rec
+
+
 class _Api:
     """The adapters for one ``nn`` (see the module docstring)."""
 
     def __init__(self, nn: types.ModuleType):
-        self.module = lambda cls, in_dim, out_dim: (
-            cls(in_dim=in_dim, out_dim=out_dim) if _requires(cls.__init__, "in_dim") else cls(out_dim=out_dim)
-        )
-        self.spatial_kw = "spatial_dim" if "spatial_dim" in _params(nn.LSTM.__call__) else "axis"
-        if "name" in _params(nn.Tensor.mark_as_loss):
+        if _requires(nn.LSTM.__init__, "in_dim"):
+            self.lstm = lambda in_dim, out_dim: nn.LSTM(in_dim=in_dim, out_dim=out_dim)
+        else:
+            self.lstm = lambda in_dim, out_dim: _with_parameters(nn.LSTM(out_dim=out_dim), in_dim)
+        self.spatial_kw = "spatial_dim" if "spatial_dim" in _params(nn, nn.LSTM.__call__) else "axis"
+        if "name" in _params(nn, nn.Tensor.mark_as_loss):
             self.mark_as_loss = lambda loss, name: loss.mark_as_loss(name)
         else:
             self.mark_as_loss = lambda loss, name: loss.mark_as_loss()
-        if "batch_dims" in _params(nn.LSTM.default_initial_state):
+        if "batch_dims" in _params(nn, nn.LSTM.default_initial_state):
             self.initial_state = lambda rec: rec.default_initial_state(batch_dims=[nn.batch_dim])
         else:
             self.initial_state = lambda rec: rec.default_initial_state()
-        self.embedding = getattr(nn, "Embedding", nn.Linear)
+        embedding = getattr(nn, "Embedding", nn.Linear)
+        self.embedding = lambda in_dim, out_dim: embedding(in_dim=in_dim, out_dim=out_dim)
         if hasattr(nn, "concat_features"):
             self.concat_features = nn.concat_features
         else:
@@ -113,8 +122,8 @@ def lstm_stack(nn: types.ModuleType, num_layers: int = 2) -> RawDicts:
         def __init__(self, in_dim: Any, hidden_dim: Any, num_classes: Any, num_layers: int):
             super().__init__()
             dims = [in_dim] + [hidden_dim] * num_layers
-            self.lstms = nn.ModuleList([api.module(nn.LSTM, dims[i], dims[i + 1]) for i in range(num_layers)])
-            self.out = api.module(nn.Linear, hidden_dim, num_classes)
+            self.lstms = nn.ModuleList([api.lstm(dims[i], dims[i + 1]) for i in range(num_layers)])
+            self.out = nn.Linear(in_dim=hidden_dim, out_dim=num_classes)
 
         @api.scoped
         def __call__(self, x: Any, *, spatial_dim: Any) -> Any:
@@ -155,12 +164,12 @@ def enc_dec_loop(nn: types.ModuleType) -> RawDicts:
         def __init__(self, in_dim: Any, target_dim: Any, hidden: int = 32):
             super().__init__()
             self.enc_dim = nn.FeatureDim("enc", hidden)
-            self.encoder = api.module(nn.LSTM, in_dim, self.enc_dim)
-            self.embed = api.module(api.embedding, target_dim, nn.FeatureDim("embed", 16))
+            self.encoder = api.lstm(in_dim, self.enc_dim)
+            self.embed = api.embedding(target_dim, nn.FeatureDim("embed", 16))
             self.dec_dim = nn.FeatureDim("dec", hidden)
-            self.decoder = api.module(nn.LSTM, self.embed.out_dim + self.enc_dim, self.dec_dim)
-            self.query = api.module(nn.Linear, self.dec_dim, self.enc_dim)
-            self.out = api.module(nn.Linear, self.dec_dim + self.enc_dim, target_dim)
+            self.decoder = api.lstm(self.embed.out_dim + self.enc_dim, self.dec_dim)
+            self.query = nn.Linear(in_dim=self.dec_dim, out_dim=self.enc_dim)
+            self.out = nn.Linear(in_dim=self.dec_dim + self.enc_dim, out_dim=target_dim)
             self.target_dim = target_dim
 
         @api.scoped
