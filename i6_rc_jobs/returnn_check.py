@@ -26,8 +26,9 @@ from typing import TYPE_CHECKING, Any, Iterator, Optional, Sequence
 
 if TYPE_CHECKING:
     from returnn.config import Config
+    from returnn.tf.network import TFNetwork
 
-__all__ = ["NetworkCheckError", "construct_networks", "construct_networks_from_config", "main"]
+__all__ = ["NetworkCheckError", "construct_networks", "construct_networks_from_config", "network_in_new_graph", "main"]
 
 
 class NetworkCheckError(Exception):
@@ -86,7 +87,6 @@ def construct_networks_from_config(
     :raises NetworkCheckError: naming the config file, the epoch and the first failing layer
     """
     from returnn.pretrain import pretrain_from_config
-    from returnn.util.basic import BackendEngine
 
     if config_file is None:
         config_file = config.files[0] if config.files else "<in-memory config>"
@@ -105,10 +105,6 @@ def construct_networks_from_config(
         raise NetworkCheckError(
             f"backend {backend!r}: only TensorFlow net-dict configs can be checked", config_file=config_file
         )
-    # A backend must be selected (rnn.py does it from the config). It is a process-wide choice, so like
-    # returnn.tf.engine.Engine.__init__, only make it when nothing is selected yet.
-    if BackendEngine.selected_engine is None:
-        BackendEngine.select_engine(default_fallback_engine=BackendEngine.TensorFlowNetDict, config=config)
 
     result = {}
     for epoch in epochs:
@@ -131,17 +127,52 @@ def construct_networks_from_config(
                 config_file=config_file,
                 epoch=epoch,
             )
-        with _behavior_version(config.int("behavior_version", None)):
-            try:
-                with _maybe_quiet(quiet):
-                    result[epoch] = _construct_network(config, net_dict, epoch=epoch)
-            except Exception as exc:
-                layer_name = _failing_layer_name(exc)
-                unnamed = "" if layer_name else "no layer identified: "
-                raise NetworkCheckError(
-                    f"{unnamed}{type(exc).__name__}: {exc}", config_file=config_file, epoch=epoch, layer_name=layer_name
-                ) from exc
+        try:
+            with _maybe_quiet(quiet), network_in_new_graph(config, net_dict, train_flag=True, rnd_seed=epoch) as net:
+                result[epoch] = _layer_names(net)
+        except Exception as exc:
+            layer_name = _failing_layer_name(exc)
+            unnamed = "" if layer_name else "no layer identified: "
+            raise NetworkCheckError(
+                f"{unnamed}{type(exc).__name__}: {exc}", config_file=config_file, epoch=epoch, layer_name=layer_name
+            ) from exc
     return result
+
+
+@contextlib.contextmanager
+def network_in_new_graph(
+    config: Config, net_dict: dict[str, Any], *, train_flag: bool, rnd_seed: int = 1
+) -> Iterator[TFNetwork]:
+    """
+    Constructs ``net_dict`` in a fresh TF graph, as ``returnn.tf.engine.Engine._init_network`` does (eval flag on,
+    search flag off), with the config's behavior version. While the caller's ``with`` block runs, that graph is the
+    default graph and ``config`` the global config, so the caller can run the network in a session.
+    """
+    import tensorflow as tf
+    from returnn.config import global_config_ctx
+    from returnn.tf.network import ExternData, TFNetwork
+    from returnn.util.basic import BackendEngine
+
+    # A backend must be selected (rnn.py does it from the config). It is a process-wide choice, so like
+    # returnn.tf.engine.Engine.__init__, only make it when nothing is selected yet.
+    if BackendEngine.selected_engine is None:
+        BackendEngine.select_engine(default_fallback_engine=BackendEngine.TensorFlowNetDict, config=config)
+    with _behavior_version(config.int("behavior_version", None)):
+        with tf.compat.v1.Graph().as_default(), global_config_ctx(config):
+            tf.compat.v1.set_random_seed(42)
+            extern_data = ExternData()
+            extern_data.init_from_config(config=config, auto_create_placeholders=True)
+            network = TFNetwork(
+                name="",
+                config=config,
+                extern_data=extern_data,
+                rnd_seed=rnd_seed,
+                train_flag=train_flag,
+                eval_flag=True,
+                search_flag=False,
+            )
+            network.construct_from_dict(net_dict)
+            yield network
 
 
 @contextlib.contextmanager
@@ -170,32 +201,14 @@ def _behavior_version(version: Optional[int]) -> Iterator[None]:
         BehaviorVersion._handle_new_min_version()
 
 
-def _construct_network(config: Config, net_dict: dict[str, Any], *, epoch: int) -> list[str]:
-    """Builds one network in its own graph, as ``returnn.tf.engine.Engine._init_network`` does for training."""
-    import tensorflow as tf
-    from returnn.config import global_config_ctx
-    from returnn.tf.network import ExternData, TFNetwork
-
-    with tf.compat.v1.Graph().as_default(), global_config_ctx(config):
-        tf.compat.v1.set_random_seed(42)
-        extern_data = ExternData()
-        extern_data.init_from_config(config=config, auto_create_placeholders=True)
-        network = TFNetwork(
-            name="",
-            config=config,
-            extern_data=extern_data,
-            rnd_seed=epoch,
-            train_flag=True,
-            eval_flag=True,
-            search_flag=False,
-        )
-        network.construct_from_dict(net_dict)
-        # construct_from_dict only builds what the outputs and losses need (as in training), plus the remaining
-        # layers of subnetworks. network.layers has sub-layers as "parent/child" already.
-        names = set(network.layers)
-        for layer in list(network.layers.values()):
-            names.update(_rec_sub_layer_names(layer))
-        return sorted(names)
+def _layer_names(network: TFNetwork) -> list[str]:
+    """All constructed layers of ``network``, sorted."""
+    # construct_from_dict only builds what the outputs and losses need (as in training), plus the remaining
+    # layers of subnetworks. network.layers has sub-layers as "parent/child" already.
+    names = set(network.layers)
+    for layer in list(network.layers.values()):
+        names.update(_rec_sub_layer_names(layer))
+    return sorted(names)
 
 
 def _rec_sub_layer_names(layer: Any) -> set[str]:

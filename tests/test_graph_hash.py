@@ -217,7 +217,7 @@ def test_the_scheme_is_opt_in_and_pickled():
         ReturnnCommonSerializer(network=net, hash_scheme="graf")
 
 
-def test_hash_diff_names_graph_layers_by_number_and_path():
+def test_hash_diff_lines_up_graph_layers_by_path_and_says_their_numbers():
     net = {
         "enc": {
             "class": "subnetwork",
@@ -232,7 +232,14 @@ def test_hash_diff_names_graph_layers_by_number_and_path():
     a = ReturnnCommonSerializer(extern_data=EXTERN_DATA, network=net, hash_scheme="graph")
     b = copy.deepcopy(a)
     b.network["enc"]["subnetwork"]["act"]["activation"] = "tanh"
-    assert list(explain(a, b)) == ["network layer#0 ('enc/act')['activation']: 'relu' -> 'tanh'"]
+    assert list(explain(a, b)) == ["network layer#0 'enc/act'['activation']: 'relu' -> 'tanh'"]
+    inserted = copy.deepcopy(a)  # renumbers the layers after it: the sides still line up by path
+    inserted.network["pre"] = {"class": "activation", "activation": "exp", "from": "data"}
+    inserted.network["enc"]["from"] = "pre"
+    assert list(explain(a, inserted)) == [
+        "network layer#0 'enc/act'['from'][0]: @data('data',) -> <layer 'pre'>",
+        "network layer#1 'pre': (missing) -> {'activation': 'exp', 'class': 'activation', 'from': [@data('data',)]}",
+    ]
     c = copy.deepcopy(a)
     c.network["enc"]["subnetwork"]["act2"] = c.network["enc"]["subnetwork"].pop("act")
     c.network["enc"]["subnetwork"]["output"]["from"] = "act2"

@@ -5,6 +5,7 @@ differ; inside a ReturnnCommonSerializer it compares canonical forms, so dims sh
 
 from __future__ import annotations
 
+import ast
 import re
 from typing import Any, Callable, Iterator, NamedTuple, Optional
 
@@ -15,7 +16,7 @@ from sisyphus.job import Job
 from sisyphus.job_path import AbstractPath
 
 from ..serialization.serialized_net import SerializedNet
-from .canonical import Canonicalizer, DimToken, Tagged, dims_in
+from .canonical import Canonicalizer, DimToken, Tagged, Token, dims_in
 from .sis_hash import canonical_form, layer_graphs
 
 
@@ -126,12 +127,28 @@ def _diff_dicts(a: dict, b: dict, path: str, recurse: Callable, line: Callable =
 
 _MISSING_SECTION = "(not hashed)"
 _DIM = re.compile(r"dim#(\d+)")
-_LAYER = re.compile(r"layer#(\d+)")
-_LAYER_PATH = re.compile(r"\['layers'\]\[(\d+)\]")
+_LAYER_KEY = re.compile(r"\['layers'\]\[('(?:[^'\\]|\\.)*'|\"(?:[^\"\\]|\\.)*\")\]")
+_LAYER_TOKEN = re.compile(r"((?:prev:|stacked:)?)layer#(\d+)")
 
 
-def _layer_name(names: list[str], number: int) -> str:
-    return names[number] if number < len(names) else "(none)"
+def _by_path(form: dict[str, Any], names: list[str]) -> dict[str, Any]:
+    """A graph's canonical form for reading: its layers as a dict by path, every layer token naming its layer by
+    path (``<prev:layer 'loop/acc'>``), and without the list of parameter layers (each such layer is in the dict,
+    with its scope)."""
+
+    def rename(value: Any) -> Any:
+        if type(value) is Token and _LAYER_TOKEN.fullmatch(value.text):
+            found = _LAYER_TOKEN.fullmatch(value.text)
+            return Token(f"{found.group(1)}layer {names[int(found.group(2))]!r}")
+        if type(value) is dict:
+            return {rename(key) if type(key) is not str else key: rename(item) for key, item in value.items()}
+        if type(value) in (list, tuple, Tagged):
+            return type(value)(rename(item) for item in value)
+        return value
+
+    roots = {key: rename(value) for key, value in form["roots"].items() if key != "parameters"}
+    layers = {names[number]: rename(node) for number, node in enumerate(form["layers"])}
+    return {**{key: rename(value) for key, value in form.items()}, "roots": roots, "layers": layers}
 
 
 _SPELLED = re.compile(r"dim#(\d+) ")  # a dim's first occurrence: its index, then its definition
@@ -149,11 +166,19 @@ _MISSING = _Missing()
 
 class _Side:
     """One serializer's canonical form and what hash-diff says of its dims: the description of each index (which the
-    form leaves out: it is not hashed), where it first occurs, and the dims it is made of."""
+    form leaves out: it is not hashed), where it first occurs, and the dims it is made of. A graph (hash_scheme
+    "graph") is shown with its layers keyed by their paths in the dict and references said by path, so that the two
+    sides line up even where a layer added or removed renumbers the others; the numbers are said in the paths."""
 
     def __init__(self, net: SerializedNet, prefix: str):
         self.prefix = prefix
         self.canon, self.form = canonical_form(net)
+        self.numbers: dict[str, dict[str, int]] = {}  # graph part -> layer path -> number
+        if net.hash_scheme == "graph":
+            for name, graph in layer_graphs(net).items():
+                if name in self.form:
+                    self.form[name] = _by_path(self.form[name], graph.names)
+                    self.numbers[prefix + name] = {path: number for number, path in enumerate(graph.names)}
         index = self.canon.index
         refs = {index[id(ref)]: ref for ref in dims_in(value for _, value in net.sections()) if id(ref) in index}
         self.names = {i: ref.written_description() for i, ref in refs.items()}
@@ -162,42 +187,26 @@ class _Side:
         for at, leaf in _leaves(self.form, prefix):
             for found in _SPELLED.finditer(repr(leaf)):
                 self.first_at.setdefault(int(found.group(1)), at)
-        # graph scheme: the paths of the numbered layers of each network part
-        self.layers = (
-            {prefix + name: graph.names for name, graph in layer_graphs(net).items()}
-            if net.hash_scheme == "graph"
-            else {}
-        )
 
-    def named(self, text: str, path: str = "") -> str:
-        """``text`` with each dim named by its description: ``dim#3 'model' feature 64``, ``<dim#3 'model'>``; and
-        in a graph's part (``path``), each layer by its path in the dict: ``<layer#12 'enc/ff'>``."""
+    def named(self, text: str) -> str:
+        """``text`` with each dim named by its description: ``dim#3 'model' feature 64``, ``<dim#3 'model'>``."""
 
         def name(found: re.Match) -> str:
             description = self.names.get(int(found.group(1)))
             return found.group(0) if description is None else f"{found.group(0)} {description!r}"
 
-        text = _DIM.sub(name, text)
-        names = self._layer_names(path)
-        if names is not None:
-            text = _LAYER.sub(lambda found: f"{found.group(0)} {_layer_name(names, int(found.group(1)))!r}", text)
-        return text
-
-    def _layer_names(self, path: str) -> Optional[list[str]]:
-        part = path.partition("['layers']")[0]
-        return self.layers.get(part) if path.startswith(part + "[") else None
+        return _DIM.sub(name, text)
 
     def where(self, path: str, other: _Side) -> str:
-        """``path`` with a graph's layer said by number and path in the dict, on both sides if they differ:
-        ``network layer#12 ('enc/ff')['activation']``."""
-        found = _LAYER_PATH.search(path)
-        names, other_names = self._layer_names(path), other._layer_names(path)
-        if found is None or names is None or other_names is None:
+        """``path`` with a graph's layer said by its number (this side's, else the other's) and its path in the dict:
+        ``network layer#12 'enc/ff'['activation']``."""
+        found = _LAYER_KEY.search(path)
+        if found is None:
             return path
-        number = int(found.group(1))
-        here, there = _layer_name(names, number), _layer_name(other_names, number)
-        said = repr(here) if here == there else f"{there!r} in A, {here!r} in B"
-        return f"{path[:found.start()]} layer#{number} ({said}){path[found.end():]}"
+        layer = ast.literal_eval(found.group(1))
+        part = path[: found.start()]
+        number = self.numbers.get(part, {}).get(layer, other.numbers.get(part, {}).get(layer))
+        return f"{part} layer#{number} {found.group(1)}{path[found.end():]}"
 
     def closure(self, index: int) -> set[int]:
         """The dim and every dim it is made of."""
@@ -315,7 +324,7 @@ def _diff_forms(a: Any, b: Any, side_a: _Side, side_b: _Side, path: str, beside:
 def _change(path: str, a: Any, b: Any, side_a: _Side, side_b: _Side, beside: frozenset[int]) -> _Change:
     text_a, text_b = _text(a, side_a.canon), _text(b, side_b.canon)
     dims = {int(i) for i in _DIM.findall(text_b)} or set(beside)
-    return _Change(path, _cut(side_a.named(text_a, path)), _cut(side_b.named(text_b, path)), dims)
+    return _Change(path, _cut(side_a.named(text_a)), _cut(side_b.named(text_b)), dims)
 
 
 def _text(value: Any, canon: Canonicalizer) -> str:

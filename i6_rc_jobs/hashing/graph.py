@@ -8,10 +8,10 @@ it. Dims stay DimRefs: the canonical form numbers them as for the dict scheme.""
 
 from __future__ import annotations
 
+import re
 from typing import Any, Iterator, Optional, Union
 
 from ..serialization.errors import SerializationError
-from ..serialization.values import key_step
 from .canonical import Tagged, Token
 from .graph_rules import (
     INERT_OPTIONS,
@@ -19,6 +19,7 @@ from .graph_rules import (
     MARKING_OPTIONS,
     PARAMETER_FREE_CLASSES,
     REFERENCE_OPTIONS,
+    UNSET_VALUES,
 )
 
 #: Nested subnetworks deeper than this are refused (each level is a scope; RETURNN itself recurses per level).
@@ -28,11 +29,12 @@ MAX_DEPTH = 200
 class _Layer:
     """One layer of the dict: where it sits, its description and its effective TF name scope prefix."""
 
-    __slots__ = ("path", "desc", "net", "prefix", "unit")
+    __slots__ = ("path", "desc", "net", "prefix", "unit", "alias_of")
 
     def __init__(self, path: str, desc: dict, net: _Net, prefix: str):
         self.path, self.desc, self.net, self.prefix = path, desc, net, prefix
         self.unit: Optional[_Net] = None  # the loop body of a rec layer with a dict unit
+        self.alias_of = _alias_source(desc)
 
     @property
     def owns_parameters(self) -> bool:
@@ -48,15 +50,8 @@ class _Net:
         self.layers: dict[str, Union[_Layer, _Net]] = {}  # a flattened subnetwork is its _Net
         self.path = "" if owner is None else owner.path + "/"
         self.other: dict[str, Any] = {}  # entries that are no layer description
-
-    def loop(self) -> Optional[_Layer]:
-        """The innermost loop this scope sits in."""
-        net: Optional[_Net] = self
-        while net is not None:
-            if net.kind == "loop":
-                return net.owner
-            net = net.parent
-        return None
+        # the innermost loop this scope sits in
+        self.loop: Optional[_Layer] = owner if kind == "loop" else None if parent is None else parent.loop
 
 
 def _is_layer(desc: Any) -> bool:
@@ -87,6 +82,18 @@ def _strings(value: Any) -> Iterator[str]:
             yield from _strings(item)
 
 
+def _unset(value: Any, unset: tuple) -> bool:
+    """Whether ``value`` is one of the ``unset`` values, of the same kind (numbers as numbers, not bools)."""
+    for candidate in unset:
+        if candidate is None and value is None:
+            return True
+        if type(candidate) is float and type(value) in (int, float) and value == candidate:
+            return True
+        if type(candidate) is dict and type(value) is dict and value == candidate:
+            return True
+    return False
+
+
 def _single_source(desc: dict) -> Optional[tuple[str, ...]]:
     """The sources of a layer as a tuple of at most one name, or None if it has more or they are not names."""
     sources = desc.get("from", ())
@@ -107,13 +114,17 @@ def _flattens(desc: dict) -> bool:
     )
 
 
-def _is_alias(layer: _Layer) -> bool:
-    """Rule "copy-alias": a copy of one layer, with no other effective option."""
-    desc = layer.desc
-    if desc.get("class") != "copy" or set(desc) - INERT_OPTIONS - {"class", "from"}:
-        return False
+def _alias_source(desc: dict) -> Optional[str]:
+    """Rule "copy-alias": the source of a copy of one layer with no other effective option, else None."""
+    if desc.get("class") != "copy" or not desc.keys() - INERT_OPTIONS <= {"class", "from"}:
+        return None
     sources = _single_source(desc)
-    return sources is not None and len(sources) == 1 and not sources[0].startswith("prev:")
+    if sources is None or len(sources) != 1 or sources[0].startswith("prev:"):
+        return None
+    return sources[0]
+
+
+_PLAIN_NAME = re.compile(r"[A-Za-z0-9.][A-Za-z0-9._]*")  # what get_valid_scope_name_from_str keeps as it is
 
 
 def _scope_prefix(net_prefix: str, name: str, name_scope: Any) -> str:
@@ -134,6 +145,8 @@ def _scope_prefix(net_prefix: str, name: str, name_scope: Any) -> str:
 
 def _valid_scope_name(name: str) -> str:
     """RETURNN's ``get_valid_scope_name_from_str``: what a layer name becomes in TF names."""
+    if _PLAIN_NAME.fullmatch(name):
+        return name
     name = "".join(c for c in name if ord(c) < 128)
     for c in ":(){}&+-*'\" ,":
         name = name.replace(c, "__")
@@ -149,11 +162,12 @@ class Graph:
     def __init__(self, network: dict, where: str):
         self._where = where
         self._root = _Net("root", None, None)
-        self._parse(network, self._root, "", 0)
+        self._parse(network, self._root, "", 0, where)
         self._numbers: dict[int, int] = {}  # id(_Layer) -> number
         self._order: list[_Layer] = []
         self.names: list[str] = []
         self._mentioned: set[str] = set()
+        self._resolved: dict[tuple[str, int], Any] = {}  # (name, id(_Net)) -> what it finds
         roots = self._roots()
         layers: list[dict] = []
         kept: list[tuple[str, Token]] = []
@@ -173,9 +187,11 @@ class Graph:
 
     # Parsing: scopes and prefixes.
 
-    def _parse(self, network: dict, net: _Net, prefix: str, depth: int) -> None:
+    def _parse(self, network: dict, net: _Net, prefix: str, depth: int, where: str) -> None:
+        """The layers of ``network`` (at ``where`` in the serializer's dicts) into ``net``, under the TF scope
+        ``prefix``."""
         if depth > MAX_DEPTH:
-            raise SerializationError(f"subnetworks nested deeper than {MAX_DEPTH}").at(self._where + net.path)
+            raise SerializationError(f"subnetworks nested deeper than {MAX_DEPTH}").at(where)
         for name, desc in network.items():
             if type(name) is not str or not _is_layer(desc):
                 net.other[name] = desc
@@ -183,25 +199,32 @@ class Graph:
             try:
                 layer_prefix = _scope_prefix(prefix, name, desc.get("name_scope"))
             except SerializationError as e:
-                raise e.at(f"{self._where}[{name!r}]")
+                raise e.at(f"{where}[{name!r}]['name_scope']")
             layer = _Layer(net.path + name, desc, net, layer_prefix)
             if _flattens(desc):
                 sub = _Net("sub", net, layer, _single_source(desc))
                 net.layers[name] = sub
-                self._parse(desc["subnetwork"], sub, layer_prefix, depth + 1)
+                self._parse(desc["subnetwork"], sub, layer_prefix, depth + 1, f"{where}[{name!r}]['subnetwork']")
                 continue
             net.layers[name] = layer
             if desc["class"] == "rec" and _is_net(desc.get("unit")):
                 layer.unit = _Net("loop", net, layer)
                 unit_prefix = layer_prefix + ("rec/" if desc.get("name_scope") is None else "")
-                self._parse(desc["unit"], layer.unit, unit_prefix, depth + 1)
+                self._parse(desc["unit"], layer.unit, unit_prefix, depth + 1, f"{where}[{name!r}]['unit']")
 
     # Resolving names.
 
     def _resolve(self, text: str, net: _Net) -> Any:
         """What the name ``text`` read in ``net`` refers to: a token (a layer's number, marked prev/stacked/loop
         input) or an extern_data key (Tagged), or None if it finds nothing. ``base:`` and ``prev:`` prefixes come
-        in any order (``base:prev:x`` in a subnetwork of a loop body)."""
+        in any order (``base:prev:x`` in a subnetwork of a loop body). Once per name and scope: a name finds the
+        same each time (numbers, once given, stay)."""
+        key = (text, id(net))
+        if key not in self._resolved:
+            self._resolved[key] = self._resolve_once(text, net)
+        return self._resolved[key]
+
+    def _resolve_once(self, text: str, net: _Net) -> Any:
         prev = False
         while True:
             if text.startswith("prev:"):
@@ -218,7 +241,7 @@ class Graph:
         layer, stacked, sub = target
         number = self._number(layer)
         if prev:
-            if stacked or net.loop() is None:
+            if stacked or net.loop is None:
                 return None
             token = Token(f"prev:layer#{number}")
         else:
@@ -252,9 +275,8 @@ class Graph:
             return None if found is None or type(found) is Tagged else (found[0], found[1] or stacked, found[2])
         if item is None:
             return None
-        if _is_alias(item):  # rule "copy-alias"
-            (source,) = _single_source(item.desc)
-            found = self._find(source, item.net, hops + 1)
+        if item.alias_of is not None:  # rule "copy-alias"
+            found = self._find(item.alias_of, item.net, hops + 1)
             if found is not None and type(found) is not Tagged:
                 return found[0], found[1] or stacked, found[2]
             if found is not None and not stacked:
@@ -318,10 +340,11 @@ class Graph:
 
     def _node(self, layer: _Layer) -> dict[str, Any]:
         desc = layer.desc
-        where = f"{self._where}{''.join(f'[{part!r}]' for part in layer.path.split('/'))}"
         node: dict[str, Any] = {}
         for key in sorted(desc):
             if key in INERT_OPTIONS or (key == "unit" and layer.unit is not None):  # rule "inert-options"
+                continue
+            if key in UNSET_VALUES and _unset(desc[key], UNSET_VALUES[key]):  # rule "unset-options"
                 continue
             value = desc[key]
             if key == "from" and type(value) is str:  # rule "from-list"
@@ -332,13 +355,10 @@ class Graph:
                 node[key] = value
                 self._mentioned.update(_strings(value))  # eval code may still name a layer: rule "unreached"
                 continue
-            try:
-                node[key] = self._value(value, layer.net, key in REFERENCE_OPTIONS, layer.prefix)
-            except SerializationError as e:
-                raise e.at(f"{where}{key_step(key)}")
+            node[key] = self._value(value, layer.net, key in REFERENCE_OPTIONS, layer.prefix)
         if layer.owns_parameters:
             node["@scope"] = layer.prefix
-        loop = layer.net.loop()
+        loop = layer.net.loop
         if loop is not None:
             node["@loop"] = Token(f"layer#{self._number(loop)}")
         if layer.unit is not None:  # rule "loops": RETURNN reads a loop body's "output" and "end" by name
@@ -386,7 +406,7 @@ class Graph:
         join the graph with their names, and the option lists them by name."""
         nested = _Net("nested", net, None)
         nested.path = net.path
-        self._parse(network, nested, prefix, 1)
+        self._parse(network, nested, prefix, 1, f"{self._where} (a net dict in an option of {net.path or 'it'})")
         numbers = {
             name: Token(f"layer#{self._number(item)}")
             for name, item in _sorted_items(nested.layers)

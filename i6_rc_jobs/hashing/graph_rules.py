@@ -62,6 +62,11 @@ RULES: dict[str, Rule] = {
             "'name_scope' (replaced by the parameter scope it resolves to).",
         ),
         Rule(
+            "unset-options",
+            "Options at a value RETURNN treats as not given are dropped: 'loss_scale' 1.0 (LayerBase applies a scale "
+            "only if it is not 1.0) or None, 'loss_opts' None or {}.",
+        ),
+        Rule(
             "loops",
             "A layer inside a loop (a 'rec' layer with a dict unit) carries its loop's number; 'prev:x' stays "
             "marked as the previous frame of x, the loop's per-frame input ('data', 'data:source') is marked as "
@@ -119,6 +124,9 @@ LITERAL_OPTIONS = frozenset(
         "opts",
     }
 )
+
+#: Rule "unset-options": option -> the values that mean "not given" (compared with their type: True is no 1.0).
+UNSET_VALUES: dict[str, tuple] = {"loss_scale": (1.0, None), "loss_opts": (None, {})}
 
 #: Options dropped by the rule "inert-options".
 INERT_OPTIONS = frozenset({"out_shape", "shape_deps", "name_scope"})

@@ -9,7 +9,9 @@ what we change, injected here and nowhere else (``python -m pytest -p tests.rc_p
 - with ``--rc-serializer=ours`` (the default): the config code its tests serialize (``get_complete_py_code_str``)
   written by our ``ReturnnCommonSerializer`` from the raw dicts instead. Every config code that reaches the helper
   must then start with one ours wrote (tests append settings), else that test fails: the swap cannot silently stop
-  applying.
+  applying. Each such net is graph-hashed too (``hash_scheme="graph"``), which must not fail; and where a test runs
+  a net in RETURNN (``dummy_run_net``), the graph's parameter scopes must be RETURNN's TF variables: each variable
+  layer's scope and param_name is a variable, and every variable lies in the scope of a layer that may own it.
 
 ``--rc-peer-report=PATH`` writes a JSON report: per test its outcome, the first line of its failure and how many
 configs our serializer wrote for it; rewritten as each test starts and ends, so that a test which kills the process
@@ -42,6 +44,7 @@ class _State:
         self.report_path = report_path
         self.ours_codes: set[str] = set()
         self.written_for_test = 0
+        self.scope_checks = 0
         self.results: dict[str, dict[str, Any]] = {}
 
 
@@ -60,6 +63,7 @@ def pytest_configure(config: pytest.Config) -> None:
     nn = rc_compat.apply(importlib.import_module("returnn_common.nn"))
     helpers = importlib.import_module("returnn_common.tests.returnn_helpers")
     helpers.config_net_dict_via_serialized = _checked(_with_fix(helpers.config_net_dict_via_serialized, *HELPER_FIX))
+    helpers.dummy_run_net = _scopes_checked(helpers.dummy_run_net)
     if _state.mode == "ours":
         nn.naming.ReturnnConfigSerializer.get_complete_py_code_str = _our_complete_py_code_str
 
@@ -88,12 +92,38 @@ def _checked(config_net_dict_via_serialized: Callable[[str], Any]) -> Callable[[
     return checked
 
 
+def _scopes_checked(dummy_run_net: Callable[..., Any]) -> Callable[..., Any]:
+    """``dummy_run_net``, then the graph hash's parameter scopes (rule "parameter-scope") checked against the TF
+    variables of the network RETURNN built."""
+
+    def checked(config: dict[str, Any], **kwargs: Any) -> Any:
+        engine = dummy_run_net(config, **kwargs)
+        if _state.mode == "ours":
+            _check_scopes(config["network"], [v.name[: -len(":0")] for v in engine.network.get_params_list()])
+        return engine
+
+    return checked
+
+
+def _check_scopes(network: dict[str, Any], variables: list[str]) -> None:
+    from i6_rc_jobs.hashing.graph import Graph
+
+    net = ReturnnCommonSerializer(network=network)
+    nodes = Graph(dict(net.sections())["network"], "network").form["layers"]
+    named = {node["@scope"] + node["param_name"] for node in nodes if node["class"] == "variable"}
+    scopes = [node["@scope"] for node in nodes if "@scope" in node]
+    missing = named - set(variables)
+    outside = [v for v in variables if not any(v.startswith(scope) for scope in scopes)]
+    assert not missing and not outside, f"graph scopes {sorted(missing)} not TF variables; {outside} in no scope"
+    _state.scope_checks += 1
+
+
 def _our_complete_py_code_str(self: Any, root_module: Any) -> str:
     """In place of ``ReturnnConfigSerializer.get_complete_py_code_str``: the same config (RETURNN settings,
     extern_data, network) from the same raw dicts, written by ``ReturnnCommonSerializer``."""
-    serializer = ReturnnCommonSerializer(
-        extern_data=self.get_extern_data_raw_dict(), network=self.get_net_dict_raw_dict(root_module=root_module)
-    )
+    extern_data, network = self.get_extern_data_raw_dict(), self.get_net_dict_raw_dict(root_module=root_module)
+    serializer = ReturnnCommonSerializer(extern_data=extern_data, network=network)
+    ReturnnCommonSerializer(extern_data=extern_data, network=network, hash_scheme="graph")._sis_hash()
     code = f"use_tensorflow = True\nbehavior_version = {self._behavior_version}\n\n{serializer.get()}"
     _state.ours_codes.add(code)
     _state.written_for_test += 1
@@ -101,7 +131,7 @@ def _our_complete_py_code_str(self: Any, root_module: Any) -> str:
 
 
 def pytest_runtest_logstart(nodeid: str) -> None:
-    _state.written_for_test = 0
+    _state.written_for_test = _state.scope_checks = 0
     _state.results[nodeid] = {"outcome": "crashed", "message": "the test process died in this test"}
     _write_report()
 
@@ -118,6 +148,7 @@ def pytest_runtest_logreport(report: pytest.TestReport) -> None:
             result.update(outcome="passed", message="")
     if report.when == "teardown":
         result["ours_serializations"] = _state.written_for_test
+        result["scope_checks"] = _state.scope_checks
         _write_report()
 
 

@@ -119,6 +119,9 @@ def main(argv: list[str] | None = None) -> int:
         print(f"{test_id:<{width}}  {result['outcome']:<7}  {note}")
     passed = sum(result["outcome"] == "passed" for result in results.values())
     print(f"\nreturnn_common's tests, {args.serializer} serializer: {passed}/{len(results)} passed in {seconds:.0f} s")
+    if args.serializer == "ours":
+        checked = sum(result.get("scope_checks", 0) for result in results.values())
+        print(f"graph parameter scopes checked against RETURNN's TF variables in {checked} nets")
     for title, test_ids in [
         ("FAILED, not in expected_failures.txt", unexpected_failures),
         ("passed, but listed in expected_failures.txt (remove the entry)", unexpected_passes),

@@ -1,0 +1,228 @@
+"""Each normalization of the graph hash (i6_rc_jobs/hashing/graph_rules.py), against real RETURNN: two net dicts that
+differ only by the rule build the same model (same TF parameters, initialization and output, judged by
+tests/support/semantics.py) and hash alike, while the dict hash tells them apart (so the rule is what makes them
+equal); and a semantic change next to it builds another model and hashes differently."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from returnn.tensor import Dim, batch_dim
+
+from i6_rc_jobs import ReturnnCommonSerializer
+from i6_rc_jobs.hashing.graph_rules import RULES
+from tests.support.semantics import same_model
+
+time_dim = Dim(None, name="time", kind=Dim.Types.Spatial)
+in_dim = Dim(5, name="in", kind=Dim.Types.Feature)
+hidden_dim = Dim(7, name="hidden", kind=Dim.Types.Feature)
+other_dim = Dim(6, name="other", kind=Dim.Types.Feature)
+EXTERN_DATA = {"data": {"dim_tags": [batch_dim, time_dim, in_dim]}}
+
+Net = dict[str, Any]
+
+
+def relu(source: str) -> dict:
+    return {"class": "activation", "activation": "relu", "from": source}
+
+
+def linear(source: Any, out_dim: Dim = hidden_dim, **options: Any) -> dict:
+    return {"class": "linear", "from": source, "out_dim": out_dim, **options}
+
+
+def out(source: Any) -> dict:
+    return {"class": "copy", "from": source}
+
+
+def noise(dim: Dim) -> dict:
+    return {"class": "random", "shape": [dim], "distribution": "uniform", "minval": 0.0, "maxval": 1.0, "static": True}
+
+
+def noisy(ff: dict, noise_layer: dict) -> Net:
+    return {"ff": ff, "noise": noise_layer, "output": {"class": "combine", "kind": "add", "from": ["ff", "noise"]}}
+
+
+def scaled_loss(**options: Any) -> dict:
+    """A loss on the mean of the output (RETURNN's ``as_is`` loss: the value itself)."""
+    return {"class": "reduce", "mode": "mean", "axis": hidden_dim, "from": "act", "loss": "as_is", **options}
+
+
+def accumulate(step: str, also: str) -> Net:
+    """A loop summing its input over time (``step`` its layer name); each frame's output is the sum plus ``also``."""
+    return {
+        "ff": linear("data"),
+        "loop": {
+            "class": "rec",
+            "from": "ff",
+            "axis": time_dim,
+            "unit": {
+                step: {"class": "combine", "kind": "add", "from": ["data:source", f"prev:{step}"]},
+                "output": {"class": "combine", "kind": "add", "from": [step, also]},
+            },
+        },
+        "output": out("loop"),
+    }
+
+
+#: rule -> (net, the net differing only by the rule, a net with a semantic change next to it)
+CASES: dict[str, tuple[Net, Net, Net]] = {
+    "layer-names": (
+        {"ff": linear("data"), "act": relu("ff"), "output": out("act")},
+        {"ff": linear("data"), "relu_0": relu("ff"), "output": out("relu_0")},
+        {"ff": linear("data"), "act": {**relu("ff"), "activation": "tanh"}, "output": out("act")},
+    ),
+    "parameter-scope": (
+        {
+            "enc": {"class": "subnetwork", "from": "data", "subnetwork": {"ff": linear("data"), "output": out("ff")}},
+            "output": out("enc"),
+        },
+        {"ff": linear("data", name_scope="enc/ff"), "output": out("ff")},
+        {"ff": linear("data", name_scope="enc/ff2"), "output": out("ff")},
+    ),
+    "subnetwork-namespace": (
+        {
+            "ff": linear("data"),
+            "block": {"class": "subnetwork", "from": "ff", "subnetwork": {"act": relu("data"), "output": out("act")}},
+            "output": out("block"),
+        },
+        {"ff": linear("data"), "act": relu("ff"), "output": out("act")},
+        {
+            "ff": linear("data"),
+            "block": {"class": "subnetwork", "from": "ff", "subnetwork": {"act": relu("data"), "output": out("data")}},
+            "output": out("block"),
+        },
+    ),
+    "copy-alias": (
+        {"ff": linear("data"), "act": relu("ff"), "output": out("act")},
+        {"ff": linear("data"), "act": relu("ff"), "mid": out("act"), "output": out("mid")},
+        {"ff": linear("data"), "act": relu("ff"), "mid": out(["act", "ff"]), "output": out("mid")},
+    ),
+    "from-list": (
+        {"ff": linear("data"), "act": relu("ff"), "output": out("act")},
+        {"ff": linear(["data"]), "act": relu(("ff",)), "output": out(["act"])},
+        {"ff": linear(["data", "data"]), "act": relu(("ff",)), "output": out(["act"])},
+    ),
+    "unreached": (
+        {"ff": linear("data"), "act": relu("ff"), "output": out("act")},
+        {"ff": linear("data"), "act": relu("ff"), "unused": {**relu("ff"), "activation": "tanh"}, "output": out("act")},
+        {
+            "ff": linear("data"),
+            "act": relu("ff"),
+            "unused": {**relu("ff"), "activation": "tanh"},
+            "output": {"class": "combine", "kind": "add", "from": ["act", "unused"]},
+        },
+    ),
+    "inert-options": (
+        noisy(linear("data"), noise(hidden_dim)),
+        noisy(
+            linear("data", out_shape={batch_dim, time_dim, hidden_dim}),
+            {**noise(hidden_dim), "shape_deps": ["data"]},
+        ),
+        noisy(
+            linear("data", out_dim=other_dim, out_shape={batch_dim, time_dim, other_dim}),
+            {**noise(other_dim), "shape_deps": ["data"]},
+        ),
+    ),
+    "unset-options": (
+        {"ff": linear("data"), "act": relu("ff"), "output": out("act"), "loss": scaled_loss()},
+        {"ff": linear("data"), "act": relu("ff"), "output": out("act"), "loss": scaled_loss(loss_scale=1.0)},
+        {"ff": linear("data"), "act": relu("ff"), "output": out("act"), "loss": scaled_loss(loss_scale=0.5)},
+    ),
+    "loops": (
+        accumulate("acc", "prev:acc"),
+        accumulate("sum", "prev:sum"),
+        accumulate("acc", "acc"),
+    ),
+}
+
+
+def serializer(net: Net, scheme: str) -> ReturnnCommonSerializer:
+    return ReturnnCommonSerializer(extern_data=EXTERN_DATA, network=net, hash_scheme=scheme)
+
+
+def graph_hash(net: Net) -> bytes:
+    return serializer(net, "graph")._sis_hash()
+
+
+def test_every_rule_has_its_cases():
+    assert sorted(CASES) == sorted(RULES)
+
+
+@pytest.mark.parametrize("rule", sorted(RULES))
+def test_the_rule_keeps_the_hash_of_the_same_model(rule: str):
+    net, same, _ = CASES[rule]
+    assert same_model(serializer(net, "dict").get(), serializer(same, "dict").get()) == []
+    assert graph_hash(net) == graph_hash(same)
+    assert serializer(net, "dict")._sis_hash() != serializer(same, "dict")._sis_hash()
+
+
+@pytest.mark.parametrize("rule", sorted(RULES))
+def test_the_rule_does_not_hide_a_semantic_change_next_to_it(rule: str):
+    net, _, changed = CASES[rule]
+    assert same_model(serializer(net, "dict").get(), serializer(changed, "dict").get()) != []
+    assert graph_hash(net) != graph_hash(changed)
+
+
+@pytest.mark.parametrize("model", ["transformer", "enc_dec_loop", "conv_downsampling"])
+def test_parameter_scopes_are_the_tf_variable_names_of_real_models(model: str):
+    """Rule "parameter-scope" on returnn_common's own nets (subnetworks, name_scope "" on loops, parameters inside a
+    loop body): every variable layer's scope and param_name is exactly one of RETURNN's TF variables, and together
+    they are all of them."""
+    import contextlib
+    import io
+
+    from i6_rc_jobs.hashing.graph import Graph
+    from tests import rc_models
+    from tests.support.semantics import fingerprint
+
+    with contextlib.redirect_stdout(io.StringIO()):
+        extern_data, network = rc_models.ALL_BUILDERS[model]()
+    net = ReturnnCommonSerializer(extern_data=extern_data, network=network)
+    graph = Graph(dict(net.sections())["network"], "network")
+    scoped = [node["@scope"] + node["param_name"] for node in graph.form["layers"] if node["class"] == "variable"]
+    with contextlib.redirect_stdout(io.StringIO()):
+        variables = fingerprint(net.get()).params
+    assert len(scoped) == len(set(scoped)) and sorted(scoped) == sorted(variables)
+
+
+def test_parameter_scopes_follow_returnn_for_every_spelling():
+    """Rule "parameter-scope" for each way RETURNN resolves a scope: nesting, name_scope "" (the parent's),
+    relative, absolute and "/" (the root), and the "rec/" of a loop body (none with a name_scope on the loop)."""
+    from i6_rc_jobs.hashing.graph import Graph
+    from tests.support.semantics import fingerprint
+
+    def variable(**options: Any) -> dict:
+        return {"class": "variable", "shape": [in_dim], "param_name": "param", **options}
+
+    def plus(*sources: str) -> dict:
+        return {"class": "combine", "kind": "add", "from": list(sources)}
+
+    def loop(**options: Any) -> dict:
+        unit = {"v": variable(), "w": variable(name_scope="rel"), "output": plus("data:source", "v", "w")}
+        return {"class": "rec", "from": "sub", "axis": time_dim, "unit": unit, **options}
+
+    net = {
+        "a": variable(name_scope="/abs/a"),
+        "b": variable(name_scope="/"),
+        "sub": {
+            "class": "subnetwork",
+            "from": "data",
+            "name_scope": "",
+            "subnetwork": {"c": variable(), "d": variable(name_scope="x/y"), "output": plus("data", "c", "d")},
+        },
+        "deep": {
+            "class": "subnetwork",
+            "from": "sub",
+            "subnetwork": {"e": variable(), "output": plus("data", "e")},
+        },
+        "loop": loop(),
+        "loop2": loop(name_scope="scoped"),
+        "output": plus("loop", "loop2", "a", "b", "deep"),
+    }
+    serializer = ReturnnCommonSerializer(extern_data=EXTERN_DATA, network=net)
+    graph = Graph(dict(serializer.sections())["network"], "network")
+    scoped = [node["@scope"] + node["param_name"] for node in graph.form["layers"] if node["class"] == "variable"]
+    assert sorted(fingerprint(serializer.get()).params) == sorted(scoped)
+    assert {"abs/a/param", "param", "c/param", "x/y/param", "deep/e/param", "loop/rec/v/param"} < set(scoped)
+    assert {"loop/rec/rel/param", "scoped/v/param", "scoped/rel/param"} < set(scoped)
