@@ -13,6 +13,7 @@ COMMANDS = {
     "fetch": "i6_rc_jobs.cli.fetch",
     "prefetch": "i6_rc_jobs.cli.prefetch",
     "ide-paths": "i6_rc_jobs.cli.ide_paths",
+    "same-model": "i6_rc_jobs.cli.same_model",
 }
 
 

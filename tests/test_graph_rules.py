@@ -1,6 +1,6 @@
 """Each normalization of the graph hash (i6_rc_jobs/hashing/graph_rules.py), against real RETURNN: two net dicts that
 differ only by the rule build the same model (same TF parameters, initialization and output, judged by
-tests/support/semantics.py) and hash alike, while the dict hash tells them apart (so the rule is what makes them
+i6_rc_jobs/semantics.py) and hash alike, while the dict hash tells them apart (so the rule is what makes them
 equal); and a semantic change next to it builds another model and hashes differently."""
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ from returnn.tensor import Dim, batch_dim
 
 from i6_rc_jobs import ReturnnCommonSerializer
 from i6_rc_jobs.hashing.graph_rules import RULES
-from tests.support.semantics import same_model
+from i6_rc_jobs.semantics import same_model
 
 time_dim = Dim(None, name="time", kind=Dim.Types.Spatial)
 in_dim = Dim(5, name="in", kind=Dim.Types.Feature)
@@ -174,7 +174,7 @@ def test_parameter_scopes_are_the_tf_variable_names_of_real_models(model: str):
 
     from i6_rc_jobs.hashing.graph import Graph
     from tests import rc_models
-    from tests.support.semantics import fingerprint
+    from i6_rc_jobs.semantics import fingerprint
 
     with contextlib.redirect_stdout(io.StringIO()):
         extern_data, network = rc_models.ALL_BUILDERS[model]()
@@ -190,7 +190,7 @@ def test_parameter_scopes_follow_returnn_for_every_spelling():
     """Rule "parameter-scope" for each way RETURNN resolves a scope: nesting, name_scope "" (the parent's),
     relative, absolute and "/" (the root), and the "rec/" of a loop body (none with a name_scope on the loop)."""
     from i6_rc_jobs.hashing.graph import Graph
-    from tests.support.semantics import fingerprint
+    from i6_rc_jobs.semantics import fingerprint
 
     def variable(**options: Any) -> dict:
         return {"class": "variable", "shape": [in_dim], "param_name": "param", **options}

@@ -1,0 +1,59 @@
+"""``python -m i6_rc_jobs same-model A B``: whether two RETURNN configs (e.g. the ``returnn.config`` of two
+CreateConfigJobs, before and after a returnn_common update) define the same model, judged by RETURNN itself: each
+network is built with TensorFlow, and their TF variables, initializers, outputs on one fixed input (variables set by
+their names) and reported losses (score keys and values) are compared. Prints ``same model`` (exit status 0) or one
+line per difference (exit status 1); a config that cannot be read or built is said in one line (exit status 2).
+Needs RETURNN and TensorFlow: run it with the Python of your setup, from the setup directory (RETURNN is taken from
+``tools/returnn`` if it is not installed)."""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import importlib.util
+import os
+import sys
+from typing import Optional
+
+
+def main(argv: list[str]) -> int:
+    parser = argparse.ArgumentParser(prog="python -m i6_rc_jobs same-model", description=__doc__.split(":", 1)[1])
+    parser.add_argument("configs", nargs=2, metavar="CONFIG", help="a RETURNN config file (config.py as written)")
+    parser.add_argument(
+        "--model-only", action="store_true", help="compare the model alone: parameters, initializers, output"
+    )
+    args = parser.parse_args(argv)
+    problem = _returnn_importable()
+    if problem is not None:
+        print(f"same-model: {problem}", file=sys.stderr)
+        return 2
+    from ..semantics import fingerprint
+
+    prints = []
+    for path in args.configs:
+        try:
+            with open(path) as file:
+                code = file.read()
+            with contextlib.redirect_stdout(sys.stderr):  # RETURNN prints every layer it builds
+                prints.append(fingerprint(code))
+        except Exception as e:  # a file that is no config, a net RETURNN refuses: one line, which and why
+            message = str(e).strip().splitlines()[0] if str(e).strip() else ""
+            print(f"same-model: {path}: {type(e).__name__}: {message}", file=sys.stderr)
+            return 2
+    differences = prints[0].differences(prints[1], losses=not args.model_only)
+    print("\n".join(differences) if differences else "same model")
+    return 1 if differences else 0
+
+
+def _returnn_importable() -> Optional[str]:
+    """None if RETURNN can be imported (installed, or from ``tools/returnn`` of the setup directory), else why not."""
+    if importlib.util.find_spec("returnn") is not None:
+        return None
+    place = os.path.join("tools", "returnn")
+    if os.path.isfile(os.path.join(place, "returnn", "__init__.py")):
+        sys.path.insert(0, os.path.abspath(place))
+        return None
+    return (
+        f"cannot import returnn (not installed, and no tools/returnn in {os.getcwd()}): run it from the setup "
+        "directory, or put RETURNN on PYTHONPATH"
+    )
