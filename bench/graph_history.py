@@ -8,7 +8,7 @@ Each (commit, model) is built in a process of its own (returnn_common versions m
 ``nn`` at that commit by a versioned import, made to build by ``rc_compat.apply``, the model from
 ``bench.history_models`` (small, fixed sizes), then a ``ReturnnCommonSerializer`` of its raw dicts. Recorded: the
 serializer (pickled), its dict hash, the graph hash of a ``hash_scheme="graph"`` serializer of the same dicts, and
-the semantic fingerprint of the config it writes (``tests.support.semantics``: RETURNN builds the net; its TF
+the semantic fingerprint of the config it writes (``i6_rc_jobs.semantics``: RETURNN builds the net; its TF
 parameter names and shapes, the initializer of each, and the output with parameters seeded by name). Two commits are
 semantically the same iff their fingerprints have no differences in these (issue #13's definition; the losses, which
 the fingerprint also holds, are said where the graph hash moved, not counted). A commit where a model does not build (or RETURNN
@@ -100,7 +100,7 @@ RECORD_FORMAT = 1
 RECORD_INPUTS = (
     "bench/history_models.py",
     "i6_rc_jobs/rc_compat.py",
-    "tests/support/semantics.py",
+    "i6_rc_jobs/semantics.py",
     "rwth-i6.lock",
     "requirements.txt",
 )
@@ -165,7 +165,7 @@ def make_record(version: str, model: str) -> dict[str, Any]:
     from bench.models import quiet_fds
     from i6_rc_jobs import ReturnnCommonSerializer, rc_compat
     from i6_rc_jobs.imports import import_
-    from tests.support import semantics
+    from i6_rc_jobs import semantics
 
     record: dict[str, Any] = {"version": version, "model": model, "error": None}
     start = time.perf_counter()
