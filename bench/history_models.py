@@ -3,21 +3,19 @@ tests/rc_models (``transformer``, ``lstm_stack``, ``enc_dec_loop``), written onc
 under them. Each returns the raw ``(extern_data, network)`` dicts of the current root name context.
 
 Adapters, each chosen by what the given ``nn`` has (never by a date), with the commits they cover:
-- ``nn.LSTM(in_dim, out_dim)`` since 2022-10-06 (1e44765); before, in_dim was optional (else taken from the first
-  input), but given, it made no parameters (``_Rec.__init__`` set ``in_dim`` before ``_lazy_init``, which then saw it
-  set): there, the LSTM is made with out_dim and its ``_lazy_init(in_dim)`` called after, as meant. ``nn.Linear``
-  takes ``in_dim=`` and ``out_dim=`` as keywords in every version (positional since aa70295). Both make their
-  parameters before the loop: before 3834ae4 a parameter made at a call inside a loop sat in the loop, where today's
-  RETURNN fails on its random init (the Transformer's own lazy target embedding does: unbuildable there).
+- ``nn.LSTM`` before 2022-10-06 (1e44765, in_dim optional): made with out_dim, then ``_lazy_init(in_dim)`` (note 1).
+- ``nn.Linear``: ``in_dim=``/``out_dim=`` as keywords, which every version takes (positional since aa70295).
 - ``LSTM.__call__``'s time dim is ``axis=`` before 2022-10-21 (9528a3c), ``spatial_dim=`` since.
 - ``LSTM.default_initial_state()`` takes no arguments before 2022-08-25 (060ff0a), ``batch_dims=`` since.
 - ``Tensor.mark_as_loss()`` without a name before 2022-09-14 (5ab6f7a), ``mark_as_loss(name)`` since.
 - ``nn.concat_features`` exists since 2022-08-19 (e29d8bc); before, ``nn.concat`` of each input with its feature dim.
-- ``nn.Embedding`` exists since 2023-03-12 (1bfdf29); before, ``nn.Linear`` embedded sparse inputs (as the
-  Transformer's own target embedding did).
-- ``nn.scoped`` (before 2022-06-12, 3834ae4): a module call was a subnetwork only if its ``__call__`` was decorated,
-  so the models' ``__call__`` are, as returnn_common's own modules then were (without it the loop of the
-  encoder-decoder does not build).
+- ``nn.Embedding`` exists since 2023-03-12 (1bfdf29); before, ``nn.Linear``, which embedded sparse inputs.
+- ``nn.scoped`` before 2022-06-12 (3834ae4): the models' ``__call__`` are decorated with it, as modules then were.
+
+Note 1: given in_dim, ``_Rec.__init__`` set it before calling ``_lazy_init``, which then saw it set and made no
+parameters; left out, the LSTM made them at its first call, inside the decoder loop. Before 3834ae4 a parameter made
+inside a loop sat in the loop, where today's RETURNN fails on its random init; the Transformer's own lazy target
+embedding does, so the Transformer is unbuildable there.
 
 The batch dims of the loop states are ``[nn.batch_dim]`` (what ``Tensor.remaining_dims``, since 2023-02-28, gives
 here). Adapters are chosen outside the model code and called as lambdas: returnn_common names layers after the
