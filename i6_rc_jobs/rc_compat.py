@@ -1,4 +1,5 @@
-"""Lets the pinned returnn_common (f7ad63a) build its models with the pinned RETURNN (b46ff5f0f) and newer ones.
+"""Lets the pinned returnn_common (f7ad63a), and its versions back to 2022-04, build their models with the pinned
+RETURNN (b46ff5f0f) and newer ones.
 
 Call :func:`apply` once with the returnn_common ``nn`` package, before building::
 
@@ -8,9 +9,10 @@ Call :func:`apply` once with the returnn_common ``nn`` package, before building:
     nn = rc_compat.apply(nn)  # the installed returnn_common, or a versioned import of it
 
 Nothing is patched on import. Fix 1 is made only with a RETURNN that needs it; fix 2 changes nothing where
-``LayerState`` worked before. Fixes 1 and 2 change how returnn_common builds, not the net dicts it builds. Fix 3
-changes the dims ``nn.gating`` splits into (the same size, derived by dividing on the left): for the ``2 * model`` of
-the Conformer that is ``model`` again, the net dict returnn_common built with the RETURNN of its time.
+``LayerState`` worked before; fix 4 is made only in versions that read ``Dim.generic``. Fixes 1, 2 and 4 change how
+returnn_common builds, not the net dicts it builds. Fix 3 changes the dims ``nn.gating`` splits into (the same size,
+derived by dividing on the left): for the ``2 * model`` of the Conformer that is ``model`` again, the net dict
+returnn_common built with the RETURNN of its time.
 
 1. ``nn.Loop`` and ``nn.Cond``: RETURNN 059fc8a6b (2023-08-18, "ControlFlowContext identifier, cond-true,
    cond-false") made ``identifier`` a required argument of ``ControlFlowContext`` and split ``Types.Cond`` into
@@ -29,7 +31,13 @@ the Conformer that is ``model`` again, the net dict returnn_common built with th
    halves are ``2*model//2``, a dim of its own, and every Conformer failed
    (``get_axis_from_description(Dim{F'model'(64)}) not found``). ``2 * a`` divided by 2 on its left is still ``a``;
    RETURNN's own ``rf.gating`` (c1550d2b2, 2023-04-18) splits into ``axis.div_left(2)``, and now so does ``nn.gating``:
-   the net dict is again the one returnn_common built before that RETURNN change.
+   the net dict is again the one returnn_common built before that RETURNN change. Before 3834ae4 (2022-06-12),
+   returnn_common wrapped ``gating`` in ``nn.scoped`` (a subnetwork per call); the new one is wrapped alike.
+4. ``nn.get_dim_deps`` (used by ``nn.constant``, ``nn.zeros``, ``nn.random``, ...) from c293121 (2022-08-23) until
+   2b06200 (2023-02-25) checks ``dim.generic or dim.special``; RETURNN dd4b0fd7e (2023-02-24, "Tensor abstraction")
+   removed ``Dim.generic`` with the generic dims it marked, so every such call failed (``AttributeError: 'Dim' object
+   has no attribute 'generic'``). The function is rebuilt from its own code reading ``special`` there, which is what
+   2b06200 made of that line (``if dim.special:``).
 """
 
 from __future__ import annotations
@@ -55,6 +63,7 @@ def apply(nn: types.ModuleType) -> types.ModuleType:
     _fix_control_flow_context(nn)
     _fix_layer_state(nn)
     _fix_gating(nn)
+    _fix_dim_generic(nn)
     setattr(nn, _APPLIED, True)
     return nn
 
@@ -108,7 +117,7 @@ def _fix_layer_state(nn: types.ModuleType) -> None:
 
 def _fix_gating(nn: types.ModuleType) -> None:
     """Fix 3 (see the module): ``nn.gating`` with the halves of ``axis.div_left(2)``, as RETURNN's ``rf.gating``."""
-    original = nn.gating
+    original = _scoped_function(nn, nn.gating)
     defaults = inspect.signature(original).parameters
 
     @functools.wraps(original)  # its name: returnn_common names the layers of a function after it
@@ -124,4 +133,28 @@ def _fix_gating(nn: types.ModuleType) -> None:
         a, b = nn.split(x, axis=axis, out_dims=[axis.div_left(2)] * 2)
         return act_func(a) * gate_func(b)
 
-    nn.gating = nn.math_.gating = gating
+    nn.gating = nn.math_.gating = gating if original is nn.gating else nn.scoped(gating)
+
+
+def _scoped_function(nn: types.ModuleType, func: Any) -> Any:
+    """The function in ``func`` if that is ``nn.scoped``'s wrapper (returnn_common before 3834ae4, 2022-06-12: its
+    signature is ``(*args, name=None, **kwargs)``, the function in its closure), else ``func``."""
+    if not hasattr(nn, "scoped"):
+        return func
+    inner = [cell.cell_contents for cell in func.__closure__ or ()]
+    return next((f for f in inner if isinstance(f, types.FunctionType) and f.__name__ == func.__name__), func)
+
+
+def _fix_dim_generic(nn: types.ModuleType) -> None:
+    """Fix 4 (see the module): ``get_dim_deps`` rebuilt from its own code, reading ``special`` where it read
+    ``generic``, only where it reads ``generic``."""
+    original = getattr(nn.base, "get_dim_deps", None)  # since c293121 (2022-08-23)
+    if original is None or "generic" not in original.__code__.co_names:
+        return
+    code = original.__code__
+    names = tuple("special" if name == "generic" else name for name in code.co_names)
+    fixed = types.FunctionType(
+        code.replace(co_names=names), original.__globals__, original.__name__, original.__defaults__
+    )
+    functools.update_wrapper(fixed, original)
+    nn.get_dim_deps = nn.base.get_dim_deps = fixed

@@ -121,3 +121,65 @@ def test_conformer_builds():
     gating = network["layers"]["subnetwork"]["0"]["subnetwork"]["conv_block"]["subnetwork"]["gating"]
     assert gating["subnetwork"]["split"]["out_dims"] == [model_dim, model_dim]
     assert "output" in rc_models.construct(extern_data, network)[1]
+
+
+def _run_with_version(version: str, body: str) -> None:
+    """Runs ``body`` in a process of its own (one returnn_common per process, as returnn_common's own tests), with
+    ``nn`` the package of returnn_common at ``version`` (a versioned import) made to build by ``rc_compat.apply``
+    and ``construct`` from tests.rc_models; it prints ``ok`` at its end."""
+    code = textwrap.dedent("""\
+        from i6_rc_jobs import rc_compat
+        from i6_rc_jobs.imports import import_
+        from tests.rc_models import construct
+
+        nn = rc_compat.apply(import_("github.com/rwth-i6/returnn_common", "nn", VERSION))
+        nn.reset_default_root_name_ctx()
+
+
+        class Root(nn.Module):
+            pass
+
+
+        def raw_dicts(out):
+            out.mark_as_default_output()
+            config = nn.get_returnn_config()
+            return config.get_extern_data_raw_dict(), config.get_net_dict_raw_dict(Root())
+        """).replace("VERSION", repr(version))
+    result = subprocess.run(
+        [sys.executable, "-c", code + textwrap.dedent(body) + 'print("ok")\n'],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert result.stdout.strip().splitlines()[-1:] == ["ok"], result.stderr[-2000:]
+
+
+def test_gating_of_scoped_returnn_common():
+    """returnn_common before 3834ae4 (2022-06-12) wraps nn.gating in nn.scoped: apply() finds the function in it, and
+    the GLU's halves are the model dim, in the gating subnetwork of that time; RETURNN constructs it."""
+    _run_with_version(
+        "20220519-9b9fce8",
+        """\
+        time_dim, model_dim = nn.SpatialDim("time"), nn.FeatureDim("model", 6)
+        x = nn.get_extern_data(nn.Data("data", dim_tags=[nn.batch_dim, time_dim, 2 * model_dim]))
+        extern_data, network = raw_dicts(nn.gating(x))
+        assert network["gating"]["class"] == "subnetwork", network
+        assert network["gating"]["subnetwork"]["split"]["out_dims"] == [model_dim, model_dim], network
+        assert "gating/mul" in construct(extern_data, network)[1]
+        """,
+    )
+
+
+def test_constant_of_returnn_common_reading_dim_generic():
+    """returnn_common from c293121 (2022-08-23) to 2b06200 (2023-02-25) read Dim.generic in nn.get_dim_deps for every
+    constant of a dynamic shape: with apply(), nn.zeros builds with the data as its shape dep; RETURNN constructs it."""
+    _run_with_version(
+        "20221213-283090d",
+        """\
+        time_dim, feat_dim = nn.SpatialDim("time"), nn.FeatureDim("in", 3)
+        x = nn.get_extern_data(nn.Data("data", dim_tags=[nn.batch_dim, time_dim, feat_dim]))
+        extern_data, network = raw_dicts(x + nn.zeros([nn.batch_dim, time_dim, feat_dim]))
+        assert network["zeros"]["shape_deps"] == ["data:data"], network
+        assert "zeros" in construct(extern_data, network)[1]
+        """,
+    )
