@@ -48,6 +48,18 @@ def scaled_loss(**options: Any) -> dict:
     return {"class": "reduce", "mode": "mean", "axis": hidden_dim, "from": "act", "loss": "as_is", **options}
 
 
+def recurrent(initial_state: Any, offset: dict) -> Net:
+    """An LSTM from an initial state, plus a constant."""
+    lstm = {
+        "class": "rec",
+        "unit": "standardlstm",
+        "from": "data",
+        "out_dim": hidden_dim,
+        "initial_state": initial_state,
+    }
+    return {"lstm": lstm, "offset": offset, "output": {"class": "combine", "kind": "add", "from": ["lstm", "offset"]}}
+
+
 def accumulate(step: str, also: str) -> Net:
     """A loop summing its input over time (``step`` its layer name); each frame's output is the sum plus ``also``."""
     return {
@@ -128,6 +140,11 @@ CASES: dict[str, tuple[Net, Net, Net]] = {
         {"ff": linear("data"), "act": relu("ff"), "output": out("act"), "loss": scaled_loss()},
         {"ff": linear("data"), "act": relu("ff"), "output": out("act"), "loss": scaled_loss(loss_scale=1.0)},
         {"ff": linear("data"), "act": relu("ff"), "output": out("act"), "loss": scaled_loss(loss_scale=0.5)},
+    ),
+    "value-spellings": (
+        recurrent(initial_state=0.0, offset={"class": "constant", "value": 1.0}),
+        recurrent(initial_state="zeros", offset={"class": "constant", "value": 1, "dtype": "float32"}),
+        recurrent(initial_state="ones", offset={"class": "constant", "value": 1.0}),
     ),
     "loops": (
         accumulate("acc", "prev:acc"),

@@ -15,6 +15,7 @@ from ..serialization.errors import SerializationError
 from .canonical import Tagged, Token
 from .graph_rules import (
     INERT_OPTIONS,
+    INITIAL_STATE_CLASSES,
     LITERAL_OPTIONS,
     MARKING_OPTIONS,
     PARAMETER_FREE_CLASSES,
@@ -92,6 +93,30 @@ def _unset(value: Any, unset: tuple) -> bool:
         if type(candidate) is dict and type(value) is dict and value == candidate:
             return True
     return False
+
+
+def _respell(node: dict[str, Any]) -> None:
+    """Rule "value-spellings", on a node's options (in place)."""
+    if node["class"] == "constant" and type(node.get("value", 0.0)) in (bool, int, float):
+        value = node.get("value", 0.0)  # ConstantLayer's default
+        dtype = node.get("dtype") or {bool: "bool", int: "int32", float: "float32"}[type(value)]
+        if type(dtype) is str and dtype.startswith("float") and type(value) is int:
+            value = float(value)  # tf.constant(0, dtype=float32) is 0.0
+        node["value"], node["dtype"] = value, dtype
+    if node["class"] in INITIAL_STATE_CLASSES and "initial_state" in node:
+        node["initial_state"] = _initial_state(node["initial_state"])
+
+
+def _initial_state(value: Any) -> Any:
+    """An initial state as RnnCellLayer reads it: 0, 0.0 and "zeros" are zeros, 1, 1.0 and "ones" ones (also per
+    state in a dict, list or tuple); layers and anything else as they are."""
+    if type(value) in (int, float) and value in (0, 1):
+        return ("zeros", "ones")[int(value)]
+    if type(value) is dict:
+        return {key: _initial_state(item) for key, item in value.items()}
+    if type(value) in (list, tuple):
+        return type(value)(_initial_state(item) for item in value)
+    return value
 
 
 def _single_source(desc: dict) -> Optional[tuple[str, ...]]:
@@ -356,6 +381,7 @@ class Graph:
                 self._mentioned.update(_strings(value))  # eval code may still name a layer: rule "unreached"
                 continue
             node[key] = self._value(value, layer.net, key in REFERENCE_OPTIONS, layer.prefix)
+        _respell(node)
         if layer.owns_parameters:
             node["@scope"] = layer.prefix
         loop = layer.net.loop

@@ -67,6 +67,12 @@ RULES: dict[str, Rule] = {
             "only if it is not 1.0) or None, 'loss_opts' None or {}.",
         ),
         Rule(
+            "value-spellings",
+            "Values RETURNN makes the same of: a constant layer's scalar value and dtype as the tensor it makes "
+            "(dtype given, or bool/int32/float32 from the value's type; 0 in float32 is 0.0), and an initial state "
+            "0, 0.0 or 'zeros' (1, 1.0 or 'ones'), as RnnCellLayer.get_rec_initial_state_inner reads it.",
+        ),
+        Rule(
             "loops",
             "A layer inside a loop (a 'rec' layer with a dict unit) carries its loop's number; 'prev:x' stays "
             "marked as the previous frame of x, the loop's per-frame input ('data', 'data:source') is marked as "
@@ -127,6 +133,9 @@ LITERAL_OPTIONS = frozenset(
 
 #: Rule "unset-options": option -> the values that mean "not given" (compared with their type: True is no 1.0).
 UNSET_VALUES: dict[str, tuple] = {"loss_scale": (1.0, None), "loss_opts": (None, {})}
+
+#: Rule "value-spellings": the classes whose ``initial_state`` RnnCellLayer reads (numbers and "zeros"/"ones").
+INITIAL_STATE_CLASSES = frozenset({"rec", "rnn_cell"})
 
 #: Options dropped by the rule "inert-options".
 INERT_OPTIONS = frozenset({"out_shape", "shape_deps", "name_scope"})
