@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import argparse
 import gzip
-import importlib.util
 import os
 import pickle
 import stat
 import sys
 from typing import Any, Optional
+
+from .setup_paths import importable
 
 
 class LoadError(Exception):
@@ -43,17 +44,13 @@ def setup_imports() -> Optional[str]:
     missing: Sisyphus from ``tools/sisyphus`` (where ``tools/sisyphus/sis`` finds it, being its script's directory)
     or the directory of a ``sis`` link, if it is not installed; then importing Sisyphus reads ``settings.py`` and
     installs its finder of ``recipe/`` and ``config/`` (``IMPORT_PATHS``), as for ``sis``."""
-    if importlib.util.find_spec("sisyphus") is None:
-        link = os.path.realpath("sis")
-        for place in (os.path.join("tools", "sisyphus"), os.path.dirname(link) if os.path.isfile(link) else None):
-            if place is not None and os.path.isfile(os.path.join(place, "sisyphus", "__init__.py")):
-                sys.path.insert(0, os.path.abspath(place))
-                break
-        else:
-            return (
-                f"cannot import sisyphus (not installed, and no tools/sisyphus in {os.getcwd()}): run it from the "
-                "setup directory, or put Sisyphus on PYTHONPATH (PYTHONPATH=<setup>/tools/sisyphus)"
-            )
+    link = os.path.realpath("sis")
+    places = (os.path.join("tools", "sisyphus"), os.path.dirname(link) if os.path.isfile(link) else None)
+    if not importable("sisyphus", places):
+        return (
+            f"cannot import sisyphus (not installed, and no tools/sisyphus in {os.getcwd()}): run it from the "
+            "setup directory, or put Sisyphus on PYTHONPATH (PYTHONPATH=<setup>/tools/sisyphus)"
+        )
     try:
         import sisyphus  # noqa: F401 (its RecipeFinder and the settings, as sis has them)
         import i6_core.returnn.config  # noqa: F401 (what the comparison needs besides Sisyphus)

@@ -10,10 +10,10 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import importlib.util
 import os
 import sys
-from typing import Optional
+
+from .setup_paths import importable
 
 
 def main(argv: list[str]) -> int:
@@ -23,9 +23,12 @@ def main(argv: list[str]) -> int:
         "--model-only", action="store_true", help="compare the model alone: parameters, initializers, output"
     )
     args = parser.parse_args(argv)
-    problem = _returnn_importable()
-    if problem is not None:
-        print(f"same-model: {problem}", file=sys.stderr)
+    if not importable("returnn", [os.path.join("tools", "returnn")]):
+        print(
+            f"same-model: cannot import returnn (not installed, and no tools/returnn in {os.getcwd()}): run it from "
+            "the setup directory, or put RETURNN on PYTHONPATH",
+            file=sys.stderr,
+        )
         return 2
     from ..semantics import fingerprint
 
@@ -43,17 +46,3 @@ def main(argv: list[str]) -> int:
     differences = prints[0].differences(prints[1], losses=not args.model_only)
     print("\n".join(differences) if differences else "same model")
     return 1 if differences else 0
-
-
-def _returnn_importable() -> Optional[str]:
-    """None if RETURNN can be imported (installed, or from ``tools/returnn`` of the setup directory), else why not."""
-    if importlib.util.find_spec("returnn") is not None:
-        return None
-    place = os.path.join("tools", "returnn")
-    if os.path.isfile(os.path.join(place, "returnn", "__init__.py")):
-        sys.path.insert(0, os.path.abspath(place))
-        return None
-    return (
-        f"cannot import returnn (not installed, and no tools/returnn in {os.getcwd()}): run it from the setup "
-        "directory, or put RETURNN on PYTHONPATH"
-    )
