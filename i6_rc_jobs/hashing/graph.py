@@ -20,6 +20,8 @@ from .graph_rules import (
     MARKING_OPTIONS,
     PARAMETER_FREE_CLASSES,
     REFERENCE_OPTIONS,
+    SCALAR_FUNCTIONS,
+    SCALAR_OPERATORS,
     UNSET_VALUES,
 )
 
@@ -97,14 +99,25 @@ def _unset(value: Any, unset: tuple) -> bool:
 
 def _respell(node: dict[str, Any]) -> None:
     """Rule "value-spellings", on a node's options (in place)."""
-    if node["class"] == "constant" and type(node.get("value", 0.0)) in (bool, int, float):
-        value = node.get("value", 0.0)  # ConstantLayer's default
-        dtype = node.get("dtype") or {bool: "bool", int: "int32", float: "float32"}[type(value)]
-        if type(dtype) is str and dtype.startswith("float") and type(value) is int:
-            value = float(value)  # tf.constant(0, dtype=float32) is 0.0
-        node["value"], node["dtype"] = value, dtype
+    if node["class"] == "constant":
+        spelled = _constant(node)
+        if spelled is not None:
+            node["value"], node["dtype"] = spelled
     if node["class"] in INITIAL_STATE_CLASSES and "initial_state" in node:
         node["initial_state"] = _initial_state(node["initial_state"])
+
+
+def _constant(desc: dict[str, Any]) -> Optional[tuple[Any, Any]]:
+    """A constant layer's scalar value and dtype as the tensor RETURNN makes (rule "value-spellings"): the dtype
+    given or inferred from the value's type, an int in a float dtype as the float it becomes; None for values that
+    are no bool, int or float."""
+    value = desc.get("value", 0.0)  # ConstantLayer's default
+    if type(value) not in (bool, int, float):
+        return None
+    dtype = desc.get("dtype") or {bool: "bool", int: "int32", float: "float32"}[type(value)]
+    if type(dtype) is str and dtype.startswith("float") and type(value) is int:
+        value = float(value)  # tf.constant(0, dtype=float32) is 0.0
+    return value, dtype
 
 
 def _initial_state(value: Any) -> Any:
@@ -117,6 +130,38 @@ def _initial_state(value: Any) -> Any:
     if type(value) in (list, tuple):
         return type(value)(_initial_state(item) for item in value)
     return value
+
+
+class _Scalar:
+    """A float operand of a binary op (rule "scalar-operands"), in place of a source name."""
+
+    __slots__ = ("token",)
+
+    def __init__(self, number: float):
+        self.token = Tagged(("@scalar", number))
+
+
+_KINDS = frozenset(SCALAR_OPERATORS.values()) | frozenset(SCALAR_FUNCTIONS.values())
+_UNSIGNED = r"(?:\d+\.\d*(?:e[-+]?\d+)?|\d+e[-+]?\d+)"  # as str(float) writes a finite float
+_FLOAT = rf"-?{_UNSIGNED}"  # as the right operand; on the left "-2.0 ** x" would be -(2.0 ** x)
+_OPERATOR = "|".join(re.escape(op) for op in sorted(SCALAR_OPERATORS, key=len, reverse=True))
+_FUNCTION = "|".join(re.escape(fn) for fn in SCALAR_FUNCTIONS)
+_SCALAR_EVALS = (  # (pattern, the kinds of its op, whether the source is the first operand)
+    (re.compile(rf"source\(0\) (?P<op>{_OPERATOR}) (?P<number>{_FLOAT})"), SCALAR_OPERATORS, True),
+    (re.compile(rf"(?P<number>{_UNSIGNED}) (?P<op>{_OPERATOR}) source\(0\)"), SCALAR_OPERATORS, False),
+    (re.compile(rf"(?P<op>{_FUNCTION})\(source\(0\), (?P<number>{_FLOAT})\)"), SCALAR_FUNCTIONS, True),
+    (re.compile(rf"(?P<op>{_FUNCTION})\((?P<number>{_FLOAT}), source\(0\)\)"), SCALAR_FUNCTIONS, False),
+)
+
+
+def _scalar_eval(code: str) -> Optional[tuple[str, float, bool]]:
+    """(combine kind, the float, whether the source is the first operand) of eval code that applies one binary op to
+    its source and a float literal, as returnn_common writes it; else None."""
+    for pattern, kinds, first in _SCALAR_EVALS:
+        found = pattern.fullmatch(code)
+        if found is not None:
+            return kinds[found.group("op")], float(found.group("number")), first
+    return None
 
 
 def _single_source(desc: dict) -> Optional[tuple[str, ...]]:
@@ -236,6 +281,9 @@ class Graph:
                 layer.unit = _Net("loop", net, layer)
                 unit_prefix = layer_prefix + ("rec/" if desc.get("name_scope") is None else "")
                 self._parse(desc["unit"], layer.unit, unit_prefix, depth + 1, f"{where}[{name!r}]['unit']")
+            elif desc["class"] == "subnetwork" and _is_net(desc.get("subnetwork")):  # a subnetwork with options
+                layer.unit = _Net("subnet", net, layer)
+                self._parse(desc["subnetwork"], layer.unit, layer_prefix, depth + 1, f"{where}[{name!r}]['subnetwork']")
 
     # Resolving names.
 
@@ -294,7 +342,7 @@ class Graph:
             if type(item) is _Net:
                 item = item.layers.get(head)
             else:
-                item, stacked = item.unit.layers.get(head), True
+                item, stacked = item.unit.layers.get(head), stacked or item.unit.kind == "loop"
         if type(item) is _Net:  # rule "subnetwork-namespace": the subnetwork's output
             found = self._find("output", item, hops + 1)
             return None if found is None or type(found) is Tagged else (found[0], found[1] or stacked, found[2])
@@ -317,6 +365,10 @@ class Graph:
         if net.kind == "loop":  # rule "loops": the per-frame input
             if key in ("data", "source"):
                 return Tagged(("@loop-input", Token(f"layer#{self._number(net.owner)}")))
+            return self._data(text, net.parent, hops)
+        if net.kind == "subnet":  # its input, or by default (concat_sources) the parent's other data keys
+            if key == "data" or net.owner.desc.get("concat_sources", True) is not True:
+                return Tagged(("@subnetwork-input", Token(f"layer#{self._number(net.owner)}"), key))
             return self._data(text, net.parent, hops)
         if net.kind == "nested":
             return None
@@ -364,10 +416,12 @@ class Graph:
     # Nodes.
 
     def _node(self, layer: _Layer) -> dict[str, Any]:
-        desc = layer.desc
+        desc = self._scalar_operation(layer) or layer.desc
         node: dict[str, Any] = {}
         for key in sorted(desc):
-            if key in INERT_OPTIONS or (key == "unit" and layer.unit is not None):  # rule "inert-options"
+            if key in INERT_OPTIONS or (
+                layer.unit is not None and key in ("unit", "subnetwork")
+            ):  # rule "inert-options"
                 continue
             if key in UNSET_VALUES and _unset(desc[key], UNSET_VALUES[key]):  # rule "unset-options"
                 continue
@@ -378,7 +432,14 @@ class Graph:
                 value = list(value)
             if key in LITERAL_OPTIONS:
                 node[key] = value
-                self._mentioned.update(_strings(value))  # eval code may still name a layer: rule "unreached"
+                if key == "eval":  # code may still name a layer (rule "unreached"); kinds and modes never do
+                    self._mentioned.update(_strings(value))
+                continue
+            if key == "from" and any(type(item) is _Scalar for item in value):
+                node[key] = [
+                    item.token if type(item) is _Scalar else self._value(item, layer.net, True, layer.prefix)
+                    for item in value
+                ]
                 continue
             node[key] = self._value(value, layer.net, key in REFERENCE_OPTIONS, layer.prefix)
         _respell(node)
@@ -387,18 +448,57 @@ class Graph:
         loop = layer.net.loop
         if loop is not None:
             node["@loop"] = Token(f"layer#{self._number(loop)}")
-        if layer.unit is not None:  # rule "loops": RETURNN reads a loop body's "output" and "end" by name
-            node["@unit"] = {
+        if layer.unit is not None:  # RETURNN reads a loop body's "output" and "end", a subnetwork's "output"
+            loop = layer.unit.kind == "loop"
+            node["@unit" if loop else "@subnetwork"] = {
                 name: found
-                for name in ("output", "end")
+                for name in (("output", "end") if loop else ("output",))
                 if name in layer.unit.layers and (found := self._resolve(name, layer.unit)) is not None
             }
             other = self._other(layer.unit, layer.prefix)
             if other:
-                node["@unit other entries"] = other
+                node["@unit other entries" if loop else "@subnetwork other entries"] = other
         if layer.net.kind == "nested":
             node["@name"] = layer.path
         return node
+
+    def _scalar_operation(self, layer: _Layer) -> Optional[dict[str, Any]]:
+        """Rule "scalar-operands": a layer that applies a binary op to one layer and a float, as the combine of that
+        layer with the float (a _Scalar in "from"); None for any other layer."""
+        desc, options = layer.desc, layer.desc.keys() - INERT_OPTIONS
+        sources = _single_source(desc) if type(desc.get("from")) is not list or len(desc["from"]) < 2 else None
+        if desc.get("class") == "eval" and options == {"class", "eval", "from"} and sources and len(sources) == 1:
+            found = _scalar_eval(desc["eval"]) if type(desc["eval"]) is str else None
+            if found is not None:
+                kind, number, first = found
+                operands = [sources[0], _Scalar(number)]
+                return {"class": "combine", "kind": kind, "from": operands if first else operands[::-1]}
+        if desc.get("class") != "combine" or options != {"class", "kind", "from"} or desc["kind"] not in _KINDS:
+            return None
+        operands = desc["from"]
+        if type(operands) not in (list, tuple) or len(operands) != 2 or not all(type(o) is str for o in operands):
+            return None
+        numbers = [self._float_constant(operand, layer.net) for operand in operands]
+        if (numbers[0] is None) == (numbers[1] is None):
+            return None
+        return {
+            "class": "combine",
+            "kind": desc["kind"],
+            "from": [operand if number is None else _Scalar(number) for operand, number in zip(operands, numbers)],
+        }
+
+    def _float_constant(self, text: str, net: _Net) -> Optional[float]:
+        """The float of a scalar float32 constant layer that ``text`` finds (without numbering it), else None."""
+        if text.startswith("prev:"):
+            return None
+        found = self._find(text, net, 0)
+        if found is None or type(found) is Tagged or found[1] or found[2]:
+            return None
+        desc = found[0].desc
+        if desc.get("class") != "constant" or desc.keys() - INERT_OPTIONS - {"class", "value", "dtype"}:
+            return None
+        spelled = _constant(desc)
+        return spelled[0] if spelled is not None and spelled[1] == "float32" and type(spelled[0]) is float else None
 
     def _value(self, value: Any, net: _Net, reference: bool, prefix: str) -> Any:
         """An option value with the names in it resolved: in a reference option a name that finds a layer becomes

@@ -73,6 +73,13 @@ RULES: dict[str, Rule] = {
             "0, 0.0 or 'zeros' (1, 1.0 or 'ones'), as RnnCellLayer.get_rec_initial_state_inner reads it.",
         ),
         Rule(
+            "scalar-operands",
+            "A binary operation of a layer and a float number is one node whichever way it is spelled: an eval "
+            "'source(0) * 0.5' (also +, -, /, //, %, ** and tf.maximum/tf.minimum, either side) and a combine of "
+            "the layer with a constant layer of that float (no shape, dtype float32) apply the same TF op to the same "
+            "float32 scalar (returnn_common b0f6e44 switched the first for the second in 2022-05).",
+        ),
+        Rule(
             "loops",
             "A layer inside a loop (a 'rec' layer with a dict unit) carries its loop's number; 'prev:x' stays "
             "marked as the previous frame of x, the loop's per-frame input ('data', 'data:source') is marked as "
@@ -136,6 +143,10 @@ UNSET_VALUES: dict[str, tuple] = {"loss_scale": (1.0, None), "loss_opts": (None,
 
 #: Rule "value-spellings": the classes whose ``initial_state`` RnnCellLayer reads (numbers and "zeros"/"ones").
 INITIAL_STATE_CLASSES = frozenset({"rec", "rnn_cell"})
+
+#: Rule "scalar-operands": eval operators and functions -> the combine kind that applies the same op.
+SCALAR_OPERATORS = {"+": "add", "-": "sub", "*": "mul", "/": "truediv", "//": "floordiv", "%": "mod", "**": "pow"}
+SCALAR_FUNCTIONS = {"tf.maximum": "maximum", "tf.minimum": "minimum"}
 
 #: Options dropped by the rule "inert-options".
 INERT_OPTIONS = frozenset({"out_shape", "shape_deps", "name_scope"})
