@@ -295,6 +295,10 @@ def _counts(transitions: list[dict[str, Any]]) -> dict[str, int]:
     counts = {"transitions": len(transitions), "semantic": sum(bool(t["semantic"]) for t in transitions)}
     for h in HASHES:
         counts[f"{h}_cosmetic"] = sum(t[f"{h}_changed"] and not t["semantic"] for t in transitions)
+        # of those, where RETURNN also reports the same losses (score keys and values): nothing it does changed
+        counts[f"{h}_cosmetic_same_losses"] = sum(
+            t[f"{h}_changed"] and not t["semantic"] and not t["losses"] for t in transitions
+        )
         counts[f"{h}_tracked"] = sum(t[f"{h}_changed"] and bool(t["semantic"]) for t in transitions)
         counts[f"{h}_hidden"] = sum(not t[f"{h}_changed"] and bool(t["semantic"]) for t in transitions)
     return counts
@@ -328,9 +332,11 @@ def print_counts(analysis: dict[str, Any], models: tuple[str, ...]) -> None:
         ("transitions", "transitions"),
         ("semantic changes", "semantic"),
         ("dict hash: moved, same model", "dict_cosmetic"),
+        ("dict hash: moved, same model and losses", "dict_cosmetic_same_losses"),
         ("dict hash: moved, model changed", "dict_tracked"),
         ("dict hash: kept, model changed", "dict_hidden"),
         ("graph hash: moved, same model", "graph_cosmetic"),
+        ("graph hash: moved, same model and losses", "graph_cosmetic_same_losses"),
         ("graph hash: moved, model changed", "graph_tracked"),
         ("graph hash: kept, model changed", "graph_hidden"),
     ]
