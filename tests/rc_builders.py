@@ -79,7 +79,7 @@ class _Api:
         self.scoped = getattr(nn, "scoped", lambda func: func)
 
 
-def _raw_dicts(nn: types.ModuleType, root: Any) -> RawDicts:
+def raw_dicts(nn: types.ModuleType, root: Any) -> RawDicts:
     """The raw extern_data and net dicts for the current (default) root name context."""
     config = nn.get_returnn_config()
     return config.get_extern_data_raw_dict(), config.get_net_dict_raw_dict(root_module=root)
@@ -109,7 +109,7 @@ def transformer(nn: types.ModuleType, num_layers: int = 2, model_dim: int = 64) 
     loss = nn.cross_entropy(target=targets, estimated=logits, estimated_type="logits", axis=target_dim)
     api.mark_as_loss(loss, "ce")
     logits.mark_as_default_output()
-    return _raw_dicts(nn, model)
+    return raw_dicts(nn, model)
 
 
 def lstm_stack(
@@ -137,8 +137,8 @@ def lstm_stack(
 def _lstm_softmax_ce(
     nn: types.ModuleType, api: _Api, model_class: type, in_dim: int, num_classes: int, hidden: int, num_layers: int
 ) -> RawDicts:
-    """Sparse framewise classes on the same time axis as the input; CE on the softmax output (a function of its own
-    with this name, as the dicts were first built: returnn_common may look at the frames that hold tensors)."""
+    """Sparse framewise classes on the same time axis as the input; CE on the softmax output. The tensors are held in
+    this function's frame, as when the golden hashes were pinned (returnn_common may name layers after such frames)."""
     nn.reset_default_root_name_ctx()
     time_dim = nn.SpatialDim("time")
     in_feat = nn.FeatureDim("input", in_dim)
@@ -152,7 +152,7 @@ def _lstm_softmax_ce(
     probs.mark_as_default_output()
     loss = nn.cross_entropy(target=targets, estimated=probs, estimated_type="probs", axis=classes_dim)
     api.mark_as_loss(loss, "ce")
-    return _raw_dicts(nn, model)
+    return raw_dicts(nn, model)
 
 
 def enc_dec_loop(nn: types.ModuleType) -> RawDicts:
@@ -215,4 +215,4 @@ def enc_dec_loop(nn: types.ModuleType) -> RawDicts:
     logits.mark_as_default_output()
     loss = nn.cross_entropy(target=targets, estimated=logits, estimated_type="logits", axis=target_dim)
     api.mark_as_loss(loss, "ce")
-    return _raw_dicts(nn, model)
+    return raw_dicts(nn, model)
