@@ -99,6 +99,7 @@ RECORD_FORMAT = 1
 #: What a record is made of, apart from the hashes: a change of any of these makes new records.
 RECORD_INPUTS = (
     "bench/history_models.py",
+    "tests/rc_builders.py",
     "i6_rc_jobs/rc_compat.py",
     "i6_rc_jobs/semantics.py",
     "rwth-i6.lock",

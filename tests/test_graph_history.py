@@ -13,7 +13,7 @@ from tests import rc_models
 from tests.support.pins import version
 
 MODEL = "enc_dec_loop"
-#: Before nn.scoped was removed: most adapters of bench.history_models are at work here.
+#: Before nn.scoped was removed: most adapters of tests.rc_builders are at work here.
 OLD = "20220519-9b9fce8309da"
 
 
