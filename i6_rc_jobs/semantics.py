@@ -117,9 +117,9 @@ def fingerprint(config_code: str, *, seed: int = 1) -> Fingerprint:
         masks = [output.get_sequence_mask_broadcast(axis=i) for i in _dynamic_axes(output)]
         lengths = [output.dims[i].dyn_size_ext.placeholder for i in _dynamic_axes(output)]
         losses = {
-            name: holder.get_loss_value_for_objective()
+            name: value
             for name, holder in network.get_losses_initialized()[0].items()
-            if holder.get_loss_value_for_objective() is not None
+            if (value := holder.get_loss_value_for_objective()) is not None
         }
         init = {}
         with tf.compat.v1.Session() as session:

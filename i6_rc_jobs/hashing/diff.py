@@ -172,13 +172,12 @@ class _Side:
 
     def __init__(self, net: SerializedNet, prefix: str):
         self.prefix = prefix
-        self.canon, self.form = canonical_form(net)
+        graphs = layer_graphs(net) if net.hash_scheme == "graph" else {}
+        self.canon, self.form = canonical_form(net, graphs)
         self.numbers: dict[str, dict[str, int]] = {}  # graph part -> layer path -> number
-        if net.hash_scheme == "graph":
-            for name, graph in layer_graphs(net).items():
-                if name in self.form:
-                    self.form[name] = _by_path(self.form[name], graph.names)
-                    self.numbers[prefix + name] = {path: number for number, path in enumerate(graph.names)}
+        for name, graph in graphs.items():
+            self.form[name] = _by_path(self.form[name], graph.names)
+            self.numbers[prefix + name] = {path: number for number, path in enumerate(graph.names)}
         index = self.canon.index
         refs = {index[id(ref)]: ref for ref in dims_in(value for _, value in net.sections()) if id(ref) in index}
         self.names = {i: ref.written_description() for i, ref in refs.items()}

@@ -36,7 +36,7 @@ class _Layer:
 
     def __init__(self, path: str, desc: dict, net: _Net, prefix: str):
         self.path, self.desc, self.net, self.prefix = path, desc, net, prefix
-        self.unit: Optional[_Net] = None  # the loop body of a rec layer with a dict unit
+        self.unit: Optional[_Net] = None  # its body: a loop's (rec with a dict unit), a subnetwork's with options
         self.alias_of = _alias_source(desc)
 
     @property
@@ -45,8 +45,9 @@ class _Layer:
 
 
 class _Net:
-    """A network scope: the root, a subnetwork flattened into the graph, a loop body, or a net dict nested in some
-    other option (kept with its names)."""
+    """A network scope: the root ("root"), a subnetwork flattened into the graph ("sub"), the body of a loop ("loop")
+    or of a subnetwork with options of its own ("subnet"), or a net dict nested in some other option, kept with its
+    names ("nested")."""
 
     def __init__(self, kind: str, parent: Optional[_Net], owner: Optional[_Layer], sources: Any = None):
         self.kind, self.parent, self.owner, self.sources = kind, parent, owner, sources
@@ -419,9 +420,9 @@ class Graph:
         desc = self._scalar_operation(layer) or layer.desc
         node: dict[str, Any] = {}
         for key in sorted(desc):
-            if key in INERT_OPTIONS or (
-                layer.unit is not None and key in ("unit", "subnetwork")
-            ):  # rule "inert-options"
+            if key in INERT_OPTIONS:  # rule "inert-options"
+                continue
+            if layer.unit is not None and key in ("unit", "subnetwork"):  # the body: its layers are nodes, see below
                 continue
             if key in UNSET_VALUES and _unset(desc[key], UNSET_VALUES[key]):  # rule "unset-options"
                 continue
@@ -434,12 +435,6 @@ class Graph:
                 node[key] = value
                 if key == "eval":  # code may still name a layer (rule "unreached"); kinds and modes never do
                     self._mentioned.update(_strings(value))
-                continue
-            if key == "from" and any(type(item) is _Scalar for item in value):
-                node[key] = [
-                    item.token if type(item) is _Scalar else self._value(item, layer.net, True, layer.prefix)
-                    for item in value
-                ]
                 continue
             node[key] = self._value(value, layer.net, key in REFERENCE_OPTIONS, layer.prefix)
         _respell(node)
@@ -466,7 +461,7 @@ class Graph:
         """Rule "scalar-operands": a layer that applies a binary op to one layer and a float, as the combine of that
         layer with the float (a _Scalar in "from"); None for any other layer."""
         desc, options = layer.desc, layer.desc.keys() - INERT_OPTIONS
-        sources = _single_source(desc) if type(desc.get("from")) is not list or len(desc["from"]) < 2 else None
+        sources = _single_source(desc)
         if desc.get("class") == "eval" and options == {"class", "eval", "from"} and sources and len(sources) == 1:
             found = _scalar_eval(desc["eval"]) if type(desc["eval"]) is str else None
             if found is not None:
@@ -505,6 +500,8 @@ class Graph:
         its token; anywhere else such a name stays as it is, marked with the token of what it finds (so that layer
         is kept, and which one it is counts). A net dict nested in an option is a scope of its own, with names."""
         cls = type(value)
+        if cls is _Scalar:  # rule "scalar-operands": a float in place of a source
+            return value.token
         if cls is str:
             found = self._resolve(value, net)
             if found is None:

@@ -4,7 +4,7 @@ bump FORMAT_VERSION, update tests/golden/hashes.json and say why in CHANGELOG.md
 from __future__ import annotations
 
 import hashlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Optional
 
 from sisyphus.hash import sis_hash_helper
 
@@ -18,25 +18,38 @@ if TYPE_CHECKING:
 FORMAT_VERSION = 1
 
 
-def split_sections(serializer: SerializedNet) -> tuple[list[tuple[str, Any]], list[tuple[str, Any]]]:
-    """The parts that count for the hash, and the others; with ``hash_scheme="graph"``, each network as its graph."""
+def _is_hashed(serializer: SerializedNet, name: str) -> bool:
+    return name.partition("[")[0] not in serializer.unhashed
+
+
+def split_sections(
+    serializer: SerializedNet, graphs: Optional[dict[str, Graph]] = None
+) -> tuple[list[tuple[str, Any]], list[tuple[str, Any]]]:
+    """The parts that count for the hash, and the others; with ``hash_scheme="graph"``, each network as its graph
+    (``graphs``, if the caller made them already with :func:`layer_graphs`)."""
     hashed, unhashed = [], []
     for name, value in serializer.sections():
-        (unhashed if name.partition("[")[0] in serializer.unhashed else hashed).append((name, value))
+        (hashed if _is_hashed(serializer, name) else unhashed).append((name, value))
     if serializer.hash_scheme == "graph":
-        graphs = layer_graphs(serializer)
+        graphs = layer_graphs(serializer) if graphs is None else graphs
         hashed = [(name, graphs[name].form if name in graphs else value) for name, value in hashed]
     return hashed, unhashed
 
 
 def layer_graphs(serializer: SerializedNet) -> dict[str, Graph]:
-    """The graph of each network part (the network, or each stage), by part name."""
-    return {name: Graph(value, name) for name, value in serializer.sections() if name != "extern_data"}
+    """The graph of each hashed network part (the network, or each stage), by part name."""
+    return {
+        name: Graph(value, name)
+        for name, value in serializer.sections()
+        if name != "extern_data" and _is_hashed(serializer, name)
+    }
 
 
-def canonical_form(serializer: SerializedNet) -> tuple[Canonicalizer, dict[str, Any]]:
+def canonical_form(
+    serializer: SerializedNet, graphs: Optional[dict[str, Graph]] = None
+) -> tuple[Canonicalizer, dict[str, Any]]:
     """The canonicalizer (for dim definitions by index) and the canonical form of the hashed parts."""
-    _, canonicalizer, form = canonical(*split_sections(serializer))
+    _, canonicalizer, form = canonical(*split_sections(serializer, graphs))
     return canonicalizer, form
 
 
