@@ -72,7 +72,7 @@ def _pair_code_names() -> tuple[Net, Net]:
 def _pair_max_seq_len() -> tuple[Net, Net]:
     def net(x: dict, y: dict, order: list[str]) -> Net:
         unit = {
-            "i": {"class": "copy", "from": "base:rx"},
+            "i": {"class": "copy", "from": "base:kept"},
             "output": add("prev:output", "i"),
             "top": {"class": "reduce", "mode": "max", "axis": in_dim, "from": "output"},
             "end": {"class": "compare", "kind": "greater", "from": "top", "value": 99.0},
@@ -92,7 +92,7 @@ def _pair_max_seq_len() -> tuple[Net, Net]:
             },
         }
 
-    full = {"class": "copy", "from": "data"}
+    full = act("data")
     short = {"class": "slice", "from": "data", "axis": time_dim, "slice_start": 3, "out_dim": sliced_dim}
     return net(full, short, ["rx", "ry"]), net(short, full, ["ry", "rx"])
 
