@@ -22,7 +22,10 @@ in_dim = Dim(5, name="in", kind=Dim.Types.Feature)
 hidden_dim = Dim(7, name="hidden", kind=Dim.Types.Feature)
 sliced_dim = Dim(None, name="sliced", kind=Dim.Types.Spatial)
 loop_dim = Dim(None, name="loop", kind=Dim.Types.Spatial)
-EXTERN_DATA = {"data": {"dim_tags": [batch_dim, time_dim, in_dim]}}
+EXTERN_DATA = {
+    "data": {"dim_tags": [batch_dim, time_dim, in_dim]},
+    "classes": {"dim_tags": [batch_dim, time_dim], "sparse_dim": hidden_dim, "dtype": "int32"},
+}
 
 Net = dict[str, Any]
 
@@ -180,6 +183,14 @@ def _pair_cell_unit_scope() -> tuple[Net, Net]:
     }
 
 
+def _pair_loss_scale_none() -> tuple[Net, Net]:
+    loss = {"class": "softmax", "from": "data", "out_dim": hidden_dim, "loss": "ce", "target": "classes"}
+    return {"sm": loss, "output": {"class": "copy", "from": "sm"}}, {
+        "sm": {**loss, "loss_scale": None},
+        "output": {"class": "copy", "from": "sm"},
+    }
+
+
 #: What each pair shows, and the pair: RETURNN builds other models of them.
 PAIRS = {
     "loss-target-layer": _pair_loss_target,
@@ -194,6 +205,7 @@ PAIRS = {
     "shape-deps": _pair_shape_deps,
     "random-state-variable": _pair_random_state,
     "cell-unit-rec-scope": _pair_cell_unit_scope,
+    "loss-scale-none-with-a-loss": _pair_loss_scale_none,
 }
 
 

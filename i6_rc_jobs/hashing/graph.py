@@ -38,29 +38,21 @@ class _Layer:
     """One layer of the dict: where it sits (its path in the graph and in the serializer's dicts), its description
     and its effective TF name scope prefix."""
 
-    __slots__ = ("path", "where", "desc", "net", "prefix", "unit", "alias_of")
+    __slots__ = ("path", "where", "desc", "net", "prefix", "scope", "unit", "alias_of", "owns_parameters")
 
-    def __init__(self, path: str, where: str, desc: dict, net: _Net, prefix: str):
+    def __init__(self, path: str, where: str, desc: dict, net: _Net, prefix: str, unit: Optional[_Net] = None):
         self.path, self.where, self.desc, self.net, self.prefix = path, where, desc, net, prefix
-        self.unit: Optional[_Net] = None  # its body: a loop's (rec with a dict unit), a subnetwork's with options
+        # Rule "parameter-scope": the prefix of its variables (a cell unit's under "rec/" without name_scope).
+        rec = desc["class"] in REC_SCOPE_CLASSES and desc.get("name_scope") is None
+        self.scope = prefix + "rec/" if rec else prefix
+        self.unit = unit  # its body: a loop's (rec with a dict unit), a subnetwork's with options
         self.alias_of = _alias_source(desc)
-
-    @property
-    def owns_parameters(self) -> bool:
-        """Whether the layer may create TF variables: by its class, or by an option any class reads."""
-        desc = self.desc
-        if self.unit is None and desc.get("class") not in PARAMETER_FREE_CLASSES:
-            return True
-        return any(key in desc and not _unset(desc[key], unset) for key, unset in VARIABLE_OPTIONS.items()) or any(
-            desc.get(key) == keyword for key, keyword in VARIABLE_KEYWORDS.items()
+        # Whether the layer may create TF variables: by its class, or by an option any class reads.
+        self.owns_parameters = (
+            (unit is None and desc["class"] not in PARAMETER_FREE_CLASSES)
+            or any(key in desc and not _unset(desc[key], unset) for key, unset in VARIABLE_OPTIONS.items())
+            or any(desc.get(key) == keyword for key, keyword in VARIABLE_KEYWORDS.items())
         )
-
-    @property
-    def scope(self) -> str:
-        """Rule "parameter-scope": the prefix of its variables (a cell unit's under "rec/" without name_scope)."""
-        if self.desc["class"] in REC_SCOPE_CLASSES and self.desc.get("name_scope") is None:
-            return self.prefix + "rec/"
-        return self.prefix
 
 
 class _Net:
@@ -283,19 +275,28 @@ class Graph:
                 layer_prefix = _scope_prefix(prefix, name, desc.get("name_scope"))
             except SerializationError as e:
                 raise e.at(f"{where}[{name!r}]['name_scope']")
-            layer = _Layer(net.path + name, f"{where}[{name!r}]", desc, net, layer_prefix)
+            layer_where = f"{where}[{name!r}]"
             if _flattens(desc):
-                sub = _Net("sub", net, layer, _single_source(desc))
+                sub = _Net(
+                    "sub", net, _Layer(net.path + name, layer_where, desc, net, layer_prefix), _single_source(desc)
+                )
                 net.layers[name] = sub
                 self._parse(desc["subnetwork"], sub, layer_prefix, depth + 1, f"{where}[{name!r}]['subnetwork']")
                 continue
-            net.layers[name] = layer
             if desc["class"] == "rec" and _is_net(desc.get("unit")):
-                layer.unit = _Net("loop", net, layer)
-                self._parse(desc["unit"], layer.unit, layer.scope, depth + 1, f"{where}[{name!r}]['unit']")
+                body, kind = "unit", "loop"
             elif desc["class"] == "subnetwork" and _is_net(desc.get("subnetwork")):  # a subnetwork with options
-                layer.unit = _Net("subnet", net, layer)
-                self._parse(desc["subnetwork"], layer.unit, layer_prefix, depth + 1, f"{where}[{name!r}]['subnetwork']")
+                body, kind = "subnetwork", "subnet"
+            else:
+                net.layers[name] = _Layer(net.path + name, layer_where, desc, net, layer_prefix)
+                continue
+            layer = _Layer(net.path + name, layer_where, desc, net, layer_prefix, _Net(kind, net, None))
+            layer.unit.owner = layer
+            layer.unit.path = layer.path + "/"
+            if kind == "loop":
+                layer.unit.loop = layer
+            net.layers[name] = layer
+            self._parse(desc[body], layer.unit, layer.scope, depth + 1, f"{layer_where}[{body!r}]")
 
     def _index(self, net: _Net) -> None:
         """Every layer by its name, for the strings that may name it (:meth:`_ties`); a namespace by its output."""
@@ -488,7 +489,7 @@ class Graph:
                 continue
             if layer.unit is not None and key in ("unit", "subnetwork"):  # the body: its layers are nodes, see below
                 continue
-            if key in UNSET_VALUES and _unset(desc[key], UNSET_VALUES[key]):  # rule "unset-options"
+            if key in UNSET_VALUES and _unset(desc[key], UNSET_VALUES[key][not desc.get("loss")]):  # "unset-options"
                 continue
             value = desc[key]
             if key == "from" and type(value) is str:  # rule "from-list"
@@ -519,8 +520,10 @@ class Graph:
     def _scalar_operation(self, layer: _Layer) -> Optional[dict[str, Any]]:
         """Rule "scalar-operands": a layer that applies a binary op to one layer and a float, as the combine of that
         layer with the float (a _Scalar in "from"); None for any other layer."""
-        desc, options = layer.desc, layer.desc.keys() - INERT_OPTIONS
-        sources = _single_source(desc)
+        desc = layer.desc
+        if desc["class"] not in ("eval", "combine"):
+            return None
+        options, sources = desc.keys() - INERT_OPTIONS, _single_source(desc)
         if desc.get("class") == "eval" and options == {"class", "eval", "from"} and sources and len(sources) == 1:
             found = _scalar_eval(desc["eval"]) if type(desc["eval"]) is str else None
             if found is not None:

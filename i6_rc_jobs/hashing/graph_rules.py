@@ -63,8 +63,8 @@ RULES: dict[str, Rule] = {
         ),
         Rule(
             "unset-options",
-            "Options at a value RETURNN treats as not given are dropped: 'loss_scale' 1.0 (LayerBase applies a scale "
-            "only if it is not 1.0) or None, 'loss_opts' None or {}.",
+            "Options at a value RETURNN treats as not given are dropped: with a loss, 'loss_scale' 1.0 (LayerBase "
+            "applies a scale only if it is not 1.0) and 'loss_opts' None or {}; without a loss, either at None.",
         ),
         Rule(
             "value-spellings",
@@ -192,8 +192,11 @@ LITERAL_OPTIONS = frozenset(
     }
 )
 
-#: Rule "unset-options": option -> the values that mean "not given" (compared with their type: True is no 1.0).
-UNSET_VALUES: dict[str, tuple] = {"loss_scale": (1.0, None), "loss_opts": (None, {})}
+#: Rule "unset-options": option -> (the values that mean "not given" on a layer with a loss, on one without),
+#: compared with their type (True is no 1.0), as LayerBase.transform_config_dict reads them: with a loss it scales
+#: only by a loss_scale other than 1.0 (None is a scale) and takes loss_opts None or {} as none; without one it
+#: drops a None of either and refuses any other value.
+UNSET_VALUES: dict[str, tuple[tuple, tuple]] = {"loss_scale": ((1.0,), (None,)), "loss_opts": ((None, {}), (None,))}
 
 #: Rule "value-spellings": the classes whose ``initial_state`` RnnCellLayer reads (numbers and "zeros"/"ones").
 INITIAL_STATE_CLASSES = frozenset({"rec", "rnn_cell"})
