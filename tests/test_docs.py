@@ -10,11 +10,13 @@ import sys
 
 import pytest
 
-from tests.support.markdown import RUN, RUNNER, blocks, pages, program, runner_input, unmarked
+from tests.support.markdown import RUN, RUNNER, blocks, continued, pages, program, runner_input, unmarked
 from tests.support.sisyphus_setup import REPO
 
-#: The pages with python examples, each run with the pages it continues.
-RUNNABLE = [p for p in pages() if p.name != "README.md" and any(b.language == RUN for b in blocks(p))]
+#: The pages with python examples, each run after the pages it continues; a page that another one continues runs
+#: as the start of that one (one TensorFlow process less).
+WITH_EXAMPLES = [p for p in pages() if p.name != "README.md" and any(b.language == RUN for b in blocks(p))]
+RUNNABLE = [p for p in WITH_EXAMPLES if not any(p in continued(other) for other in WITH_EXAMPLES)]
 ENV = dict(os.environ, PYTHONPATH=str(REPO), CUDA_VISIBLE_DEVICES="", TF_CPP_MIN_LOG_LEVEL="3")
 
 

@@ -58,11 +58,18 @@ def unmarked(path: pathlib.Path) -> list[str]:
     ]
 
 
+def continued(path: pathlib.Path) -> list[pathlib.Path]:
+    """The pages whose examples this page's go on from, the first one first."""
+    before = CONTINUES.search(path.read_text())
+    if not before:
+        return []
+    page = (path.parent / before.group(1)).resolve()
+    return [*continued(page), page]
+
+
 def program(path: pathlib.Path) -> list[Block]:
     """The page's python blocks in order, after those of the pages it continues."""
-    before = CONTINUES.search(path.read_text())
-    first = program((path.parent / before.group(1)).resolve()) if before else []
-    return first + [b for b in blocks(path) if b.language == RUN]
+    return [b for page in (*continued(path), path) for b in blocks(page) if b.language == RUN]
 
 
 #: Runs blocks given as JSON ``[[name, code], ...]`` on stdin in one namespace, each compiled under its ``page:line``
