@@ -57,3 +57,13 @@ def test_the_examples_of_a_page_run_as_written(page, tmp_path):
     )
     assert done.returncode == 0, done.stderr[-3000:]
     assert done.stdout.endswith("examples ran\n"), done.stdout[-3000:]
+
+
+def test_the_newest_release_in_the_changelog_is_the_package_version():
+    """``i6_rc_jobs.__version__`` is what the CHANGELOG's first release heading names, and what setup.py builds."""
+    import i6_rc_jobs
+
+    releases = re.findall(r"^## \[(\d+\.\d+\.\d+)\] - \d{4}-\d{2}-\d{2}$", (REPO / "CHANGELOG.md").read_text(), re.M)
+    built = subprocess.run([sys.executable, "setup.py", "--version"], cwd=REPO, capture_output=True, text=True)
+    assert releases[0] == i6_rc_jobs.__version__ == built.stdout.strip(), (releases, built.stderr[-2000:])
+    assert releases == sorted(releases, key=lambda v: tuple(map(int, v.split("."))), reverse=True)
