@@ -191,6 +191,13 @@ def _pair_loss_scale_none() -> tuple[Net, Net]:
     }
 
 
+def _pair_loop_data() -> tuple[Net, Net]:
+    def net(source: str) -> Net:
+        return {"ff": act("data", "tanh"), "output": loop({"output": linear(source)})}
+
+    return net("data:source"), net("data")
+
+
 #: What each pair shows, and the pair: RETURNN builds other models of them.
 PAIRS = {
     "loss-target-layer": _pair_loss_target,
@@ -206,6 +213,7 @@ PAIRS = {
     "random-state-variable": _pair_random_state,
     "cell-unit-rec-scope": _pair_cell_unit_scope,
     "loss-scale-none-with-a-loss": _pair_loss_scale_none,
+    "data-in-a-loop-is-extern-data": _pair_loop_data,
 }
 
 

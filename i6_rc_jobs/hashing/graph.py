@@ -398,11 +398,11 @@ class Graph:
             if key == "data":
                 return self._find(net.sources[0], net.parent, hops + 1, prev) if net.sources else None
             return self._data(text, net.parent, hops, prev)
-        if net.kind == "loop":  # rule "loops": the per-frame input
-            if key in ("data", "source"):
-                mark = "@prev-loop-input" if prev else "@loop-input"
-                return Tagged((mark, Token(f"layer#{self._number(net.owner)}")))
-            return None if prev else self._data(text, net.parent, hops, prev)
+        if net.kind == "loop":  # rule "loops": "data:source" is the per-frame input, other keys extern data's frame
+            loop = Token(f"layer#{self._number(net.owner)}")
+            if key == "source":
+                return Tagged(("@prev-loop-input" if prev else "@loop-input", loop))
+            return Tagged(("@prev-loop-data" if prev else "@loop-data", loop, key))
         if net.kind == "subnet":
             return self._subnetwork_data(key, text, net, hops, prev)
         if net.kind == "nested" or prev:

@@ -82,8 +82,9 @@ RULES: dict[str, Rule] = {
         Rule(
             "loops",
             "A layer inside a loop (a 'rec' layer with a dict unit) carries its loop's number; 'prev:x' stays "
-            "marked as the previous frame of x, the loop's per-frame input ('data', 'data:source') is marked as "
-            "such, and a layer inside read from outside ('loop/x') is marked as stacked over the loop.",
+            "marked as the previous frame of x, the loop's per-frame input ('data:source') is marked as such, "
+            "another data key ('data' too) as that extern data's frame (the rec cell's extern data), and a layer "
+            "inside read from outside ('loop/x') is marked as stacked over the loop.",
         ),
     )
 }
