@@ -228,6 +228,32 @@ def test_returnn_tells_the_pair_apart_and_so_does_the_graph_hash(name: str):
     assert serializer(a, "graph")._sis_hash() != serializer(b, "graph")._sis_hash()
 
 
+def _trainable(net: Net) -> list[str]:
+    from i6_rc_jobs.returnn_check import network_in_new_graph
+    from i6_rc_jobs.semantics import load_config
+
+    config = load_config(serializer(net).get())
+    with network_in_new_graph(config, config.typed_value("network"), train_flag=True) as network:
+        return sorted(variable.name for variable in network.get_trainable_params())
+
+
+def test_a_subnetwork_with_a_name_scope_is_no_namespace():
+    """RETURNN's SubnetworkLayer owns the variables under its scope: with name_scope "" it makes a cell's variables
+    trainable that without it are not (the same variables, the same output; another training)."""
+    variable = {"class": "variable", "shape": [in_dim, hidden_dim], "init": "glorot_uniform"}
+    lstm = {"class": "rec", "unit": "standardlstm", "from": "dot", "out_dim": hidden_dim, "name_scope": ""}
+    dot = {"class": "dot", "from": ["data", "w"], "reduce": in_dim}
+    scoped = {
+        "class": "subnetwork",
+        "name_scope": "",
+        "subnetwork": {"w": variable, "output": {"class": "copy", "from": "w"}},
+    }
+    a = {"w": variable, "dot": dot, "lstm": lstm, "output": {"class": "copy", "from": "lstm"}}
+    b = {**a, "w": scoped}
+    assert _trainable(a) != _trainable(b)
+    assert serializer(a, "graph")._sis_hash() != serializer(b, "graph")._sis_hash()
+
+
 def test_a_huge_int_in_a_float_constant_is_refused_with_its_path():
     """TF cannot make it (``ValueError: Can't convert Python sequence with out-of-range integer``)."""
     net = {"c": {"class": "constant", "value": 10**400, "dtype": "float32"}, "output": {"class": "copy", "from": "c"}}

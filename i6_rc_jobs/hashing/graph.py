@@ -183,11 +183,14 @@ def _single_source(desc: dict) -> Optional[tuple[str, ...]]:
 
 
 def _flattens(desc: dict) -> bool:
-    """Rule "subnetwork-namespace": a subnetwork layer that is only a namespace."""
+    """Rule "subnetwork-namespace": a subnetwork layer that is only a namespace. Not with a name_scope: RETURNN's
+    SubnetworkLayer owns every variable under its scope, so with name_scope "" (or another layer's scope) it decides
+    which variables are trainable (a rec cell's under name_scope "" are only through it)."""
     return (
         desc.get("class") == "subnetwork"
         and _is_net(desc.get("subnetwork"))
         and set(desc) - INERT_OPTIONS <= {"class", "subnetwork", "from"}
+        and "name_scope" not in desc
         and _single_source(desc) is not None
     )
 
