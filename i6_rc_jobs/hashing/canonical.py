@@ -16,7 +16,15 @@ from sisyphus.hash import sis_hash_helper
 from ..serialization.errors import SerializationError
 from ..serialization.numpy_values import check_numpy, little_endian, numpy_of
 from ..serialization.refs import DimRef, MarkedRef, derived_shape
-from ..serialization.values import LEAF_TYPES, check_leaf, imported_source, is_namedtuple, key_step, walk_guarded
+from ..serialization.values import (
+    LEAF_TYPES,
+    check_leaf,
+    imported_source,
+    is_namedtuple,
+    key_step,
+    walk_guarded,
+    wrapper_code,
+)
 
 
 class Token:
@@ -99,7 +107,7 @@ def _code_token(wrapper: CodeWrapper) -> Token:
     plain i6_core hashes it: a job's output path by its job, an unset Variable without asking for its value."""
     if isinstance(wrapper.code, DelayedBase):
         return Token(f"code-delayed {sis_hash_helper(wrapper.code).hex()}")
-    code = repr(wrapper)
+    code = wrapper_code(wrapper)
     if "<" in code or ">" in code:
         return Token(f"code={code!r}")
     return Token(f"code {code}")

@@ -14,7 +14,7 @@ from sisyphus.delayed_ops import DelayedBase
 
 from .errors import SerializationError, describe
 from .numpy_values import check_numpy, little_endian, numpy_of, readable
-from .refs import MARKERS, DimRef, MarkedRef
+from .refs import DIM_SUFFIX, MARKERS, DimRef, MarkedRef
 from .strings import str_code
 from .values import (
     LEAF_TYPES,
@@ -24,6 +24,7 @@ from .values import (
     is_namedtuple,
     key_step,
     walk_guarded,
+    wrapper_code,
 )
 
 INDENT = "    "
@@ -98,7 +99,7 @@ class CodeWriter:
         if is_namedtuple(value):
             return self._namedtuple(value, indent)
         if isinstance(value, CodeWrapper):
-            return repr(value)
+            return wrapper_code(value)
         if isinstance(value, DelayedBase):
             return self._value(value.get(), indent)
         numpy = numpy_of(value)
@@ -181,7 +182,7 @@ class CodeWriter:
         if local is None:  # imported as another name if it would rebind a dim's, an import's or the dicts' name
             taken = set(self.imported.values())
             local = top
-            while local in taken or local in NOT_FOR_CLASSES or local.endswith("_dim"):
+            while local in taken or local in NOT_FOR_CLASSES or local.endswith(DIM_SUFFIX):
                 local += "_"
             self.imported[(module, top)] = local
         return f"{local}{'.' if rest else ''}{rest}"
