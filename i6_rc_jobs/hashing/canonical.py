@@ -13,8 +13,8 @@ from i6_core.returnn.config import CodeWrapper
 from sisyphus.delayed_ops import DelayedBase
 from sisyphus.hash import sis_hash_helper
 
-from ..serialization.errors import SerializationError
-from ..serialization.numpy_values import check_numpy, little_endian, numpy_of
+from ..serialization.errors import SerializationError, describe
+from ..serialization.numpy_values import check_numpy, little_endian, numpy_of, stored_bytes
 from ..serialization.refs import DimRef, MarkedRef, derived_shape
 from ..serialization.values import (
     LEAF_TYPES,
@@ -124,7 +124,7 @@ def _numpy_token(value: Any, numpy: Any) -> Token:
     little-endian, as written. The dtype as a string literal (``'<f4'``): it holds ``<``."""
     check_numpy(value, numpy)
     value = little_endian(value)
-    data = numpy.ascontiguousarray(value).tobytes()
+    data = stored_bytes(value, numpy)
     if isinstance(value, numpy.generic):
         return Token(f"numpy-scalar {value.dtype.str!r} {data.hex()}")
     return Token(f"numpy-array {value.dtype.str!r} {value.shape!r} sha256:{hashlib.sha256(data).hexdigest()}")
@@ -244,10 +244,10 @@ class Canonicalizer:
         try:
             pairs = sorted(value.items())  # str keys are distinct: values are never compared
         except (TypeError, ValueError):  # dims or mixed types as keys (numpy compares a scalar with a tuple as arrays)
-            return dict(self._in_order(value, lambda key: self._pair(key, value[key])))
+            return self._keyed_in_order(value)
         # keys that sort without a total order (sets by inclusion, nan) would keep their insertion order
         if pairs and type(pairs[0][0]) is not str and not all(a[0] < b[0] for a, b in zip(pairs, pairs[1:])):
-            return dict(self._in_order(value, lambda key: self._pair(key, value[key])))
+            return self._keyed_in_order(value)
         out = {}
         walk = self._value
         for key, item in pairs:
@@ -255,6 +255,18 @@ class Canonicalizer:
                 out[key if type(key) is str else walk(key)] = item if type(item) in LEAF_TYPES else walk(item)
             except SerializationError as e:
                 raise e.at(key_step(key))
+        if len(out) < len(value):
+            _refuse_alike_keys(value, _Probe(self))
+        return out
+
+    def _keyed_in_order(self, value: dict) -> dict:
+        """A dict whose keys do not sort, in canonical order: keys alike in form (nan, nan) by their values'."""
+        probe = _Probe(self)
+        out = dict(
+            self._in_order(value, lambda key: self._pair(key, value[key]), lambda key: repr(probe.value(value[key])))
+        )
+        if len(out) < len(value):
+            _refuse_alike_keys(value, probe)
         return out
 
     def _items(self, value) -> list:
@@ -373,15 +385,18 @@ class Canonicalizer:
             return f"{kind} {size} = {ref.op}({operands}){extras}"
         return f"{kind} {size}{extras}"
 
-    def _in_order(self, items: Iterable, visit: Callable[[Any], Any]) -> list:
+    def _in_order(
+        self, items: Iterable, visit: Callable[[Any], Any], tiebreak: Optional[Callable[[Any], str]] = None
+    ) -> list:
         """``visit`` of each of ``items`` (set elements or dict keys), in canonical order: plain values by canonical
         form, then the globals, numbered dims by index, dims not numbered yet by what they are, then by where else
-        their dims occur. Items alike in all that whose new dims occur elsewhere too are a tie: which goes first is
-        :meth:`_choose`'s, and the others are ordered again once its dims are numbered."""
+        their dims occur, then by ``tiebreak`` (a dict key by its value). Items alike in all that whose new dims occur
+        elsewhere too are a tie: which goes first is :meth:`_choose`'s, and the others are ordered again once its dims
+        are numbered."""
         out = []
         pending = list(items)
         while pending:
-            ordered, tie = self._ordered(pending)
+            ordered, tie = self._ordered(pending, tiebreak)
             if tie is None:
                 out.extend(map(visit, ordered))
                 break
@@ -392,13 +407,15 @@ class Canonicalizer:
             pending = ordered[start:chosen] + ordered[chosen + 1 :]
         return out
 
-    def _ordered(self, items: list) -> tuple[list, Optional[tuple[int, int]]]:
+    def _ordered(
+        self, items: list, tiebreak: Optional[Callable[[Any], str]] = None
+    ) -> tuple[list, Optional[tuple[int, int]]]:
         """``items`` sorted, and the bounds of the first tie in that order (None if there is none)."""
         keyed = [(self._order_key(item), item) for item in items]
         keyed.sort(key=_first)
         if all(a[0] != b[0] for a, b in zip(keyed, keyed[1:])):
             return [item for _, item in keyed], None
-        keyed = [((key, self._profile(item)), item) for key, item in keyed]
+        keyed = [((key, self._profile(item), tiebreak(item) if tiebreak else ""), item) for key, item in keyed]
         keyed.sort(key=_first)
         ordered = [item for _, item in keyed]
         start = 0
@@ -440,19 +457,34 @@ class Canonicalizer:
 
     def _profile(self, item: Any) -> tuple:
         """Where else the dims in ``item`` occur: for a dim, the sorted paths of its occurrences; for a tuple, those
-        of its items; for a set, those of its elements, sorted."""
+        of its items; for a set, those of its elements, sorted. Tagged by what they profile, so that any two compare
+        (a set may hold dims beside tuples of dims)."""
         cls = type(item)
         if cls is DimRef:
             if self._profiles is None:
                 self._profiles = occurrence_paths(self._sections, _Probe(self))
-            return self._profiles.get(id(item), ())
+            return ("dim", self._profiles.get(id(item), ()))
         if cls is MarkedRef:
             return self._profile(item.dim)
         if cls is set or cls is frozenset:
-            return tuple(sorted(map(self._profile, item)))
+            return ("set", tuple(sorted(map(self._profile, item))))
         if isinstance(item, tuple):
-            return tuple(map(self._profile, item))
-        return ()
+            return ("tuple", tuple(map(self._profile, item)))
+        return ("", ())
+
+
+def _refuse_alike_keys(value: dict, probe: _Probe) -> None:
+    """Two keys of one dict hash alike (two CodeWrappers of one code, two Sisyphus values of one hash): the written
+    config would spell them alike too, and load one of them."""
+    seen: dict[str, Any] = {}
+    for key in value:
+        form = repr(probe.value(key))
+        if form in seen:
+            raise SerializationError(
+                f"keys {describe(seen[form])} and {describe(key)} are written alike ({form}), and the written config "
+                f"would load them as one key: make them distinct"
+            )
+        seen[form] = key
 
 
 #: How many complete canonical forms :func:`canonical` may make to resolve ties before it refuses the input.
@@ -615,6 +647,9 @@ class _Probe(Canonicalizer):
     def _numbered(self, items) -> None:
         return None  # the fast path spells numbered dims as the owner's tokens; the probe has its own (``<#3>``)
 
-    def _in_order(self, items: Iterable, visit: Callable[[Any], Any]) -> list:
-        """By form alone: items alike in it give the same text in any order (dims are written by what they are)."""
-        return [visit(item) for item in sorted(items, key=self._order_key)]
+    def _in_order(
+        self, items: Iterable, visit: Callable[[Any], Any], tiebreak: Optional[Callable[[Any], str]] = None
+    ) -> list:
+        """By form alone, then ``tiebreak``: items alike in both give the same text in any order (dims are written
+        by what they are)."""
+        return [visit(x) for x in sorted(items, key=lambda x: (self._order_key(x), tiebreak(x) if tiebreak else ""))]

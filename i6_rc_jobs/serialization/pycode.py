@@ -13,7 +13,7 @@ from i6_core.returnn.config import CodeWrapper
 from sisyphus.delayed_ops import DelayedBase
 
 from .errors import SerializationError, describe
-from .numpy_values import check_numpy, little_endian, numpy_of, readable
+from .numpy_values import check_numpy, little_endian, numpy_of, readable, stored_bytes
 from .refs import DIM_SUFFIX, MARKERS, DimRef, MarkedRef
 from .strings import str_code
 from .values import (
@@ -163,6 +163,12 @@ class CodeWriter:
         lines = self._codes(value.items(), inner, True, key_step, other_keys)
         if other_keys:
             key_codes = [self._str(key) if type(key) is str else self._value(key, inner) for key in value]
+            if len(set(key_codes)) < len(key_codes):  # e.g. a Sisyphus value's value, known only now, beside a str
+                twice = next(code for code in key_codes if key_codes.count(code) > 1)
+                raise SerializationError(
+                    f"two keys are written as {twice}, which the written config would load as one key: make them "
+                    f"distinct"
+                )
             lines = [line for _, line in sorted(zip(key_codes, lines))]
         else:
             lines.sort()
@@ -215,7 +221,7 @@ class CodeWriter:
             items = self._value(value.tolist() if value.ndim <= 1 else value.ravel().tolist(), indent)
             code = f"{self._imported('numpy', 'array')}({items}, dtype={dtype})"
             return code if value.ndim <= 1 else f"{code}.reshape({value.shape!r})"
-        data = base64.b64encode(numpy.ascontiguousarray(value).tobytes()).decode("ascii")
+        data = base64.b64encode(stored_bytes(value, numpy)).decode("ascii")
         frombuffer, b64decode = self._imported("numpy", "frombuffer"), self._imported("base64", "b64decode")
         code = f'{frombuffer}({b64decode}("{data}"), dtype={dtype})'
         if scalar:
