@@ -256,7 +256,7 @@ class Canonicalizer:
             except SerializationError as e:
                 raise e.at(key_step(key))
         if len(out) < len(value):
-            _refuse_alike_keys(value, _Probe(self))
+            self._refuse_alike_keys(value)
         return out
 
     def _keyed_in_order(self, value: dict) -> dict:
@@ -266,8 +266,21 @@ class Canonicalizer:
             self._in_order(value, lambda key: self._pair(key, value[key]), lambda key: repr(probe.value(value[key])))
         )
         if len(out) < len(value):
-            _refuse_alike_keys(value, probe)
+            self._refuse_alike_keys(value)
         return out
+
+    def _refuse_alike_keys(self, value: dict) -> None:
+        """Two keys of ``value`` hash alike (two CodeWrappers of one code, two Sisyphus values of one hash): the
+        written config would spell them alike too, and load one of them."""
+        seen: dict[str, Any] = {}
+        for key in value:
+            form = repr(self._value(key))  # numbers dims on: no hash follows
+            if form in seen:
+                raise SerializationError(
+                    f"keys {describe(seen[form])} and {describe(key)} are written alike ({form}), and the written "
+                    f"config would load them as one key: make them distinct"
+                )
+            seen[form] = key
 
     def _items(self, value) -> list:
         out = []
@@ -473,20 +486,6 @@ class Canonicalizer:
         return ("", ())
 
 
-def _refuse_alike_keys(value: dict, probe: _Probe) -> None:
-    """Two keys of one dict hash alike (two CodeWrappers of one code, two Sisyphus values of one hash): the written
-    config would spell them alike too, and load one of them."""
-    seen: dict[str, Any] = {}
-    for key in value:
-        form = repr(probe.value(key))
-        if form in seen:
-            raise SerializationError(
-                f"keys {describe(seen[form])} and {describe(key)} are written alike ({form}), and the written config "
-                f"would load them as one key: make them distinct"
-            )
-        seen[form] = key
-
-
 #: How many complete canonical forms :func:`canonical` may make to resolve ties before it refuses the input.
 MAX_TIE_RUNS = 256
 
@@ -646,6 +645,9 @@ class _Probe(Canonicalizer):
 
     def _numbered(self, items) -> None:
         return None  # the fast path spells numbered dims as the owner's tokens; the probe has its own (``<#3>``)
+
+    def _refuse_alike_keys(self, value: dict) -> None:
+        """Keys alike in form (dims not numbered yet) are distinct keys all the same: the probe only orders."""
 
     def _in_order(
         self, items: Iterable, visit: Callable[[Any], Any], tiebreak: Optional[Callable[[Any], str]] = None
