@@ -547,7 +547,8 @@ class DescriptionReadings:
     """What RETURNN reads of dim descriptions: the names of the dicts' axis strings, and for each dim which of them
     it matches. A plain dim's token says which names its description matches (a rename that keeps them keeps the
     hash); the descriptions of the dims derived dims are made of are hashed in full, since RETURNN composes the
-    derived dims' descriptions from them. Copies match as their base (RETURNN's copies keep its description)."""
+    derived dims' descriptions from them. A copy matches by its own description and by its base's (the base's token
+    says which names that matches)."""
 
     def __init__(self, names: set[str], sections: list[tuple[str, Any]]):
         self.names = sorted(names)
@@ -560,8 +561,8 @@ class DescriptionReadings:
         return cls(names, sections) if names else None
 
     def extras(self, ref: DimRef) -> str:
-        if ref.global_name is not None or ref.copy_of is not None or ref.op is not None:
-            return ""
+        if ref.global_name is not None or ref.op is not None or (ref.copy_of is not None and ref.description is None):
+            return ""  # a copy without a description of its own is found as its base, whose token says by what
         description = ref.written_description()
         if id(ref) in self._made_into_derived and not ref.auto_generated:  # auto-generated: in full already
             return f" description={description!r}"

@@ -23,6 +23,7 @@ from .values import (
     imported_source,
     is_namedtuple,
     key_step,
+    sisyphus_values,
     walk_guarded,
     wrapper_code,
 )
@@ -163,8 +164,11 @@ class CodeWriter:
         lines = self._codes(value.items(), inner, True, key_step, other_keys)
         if other_keys:
             key_codes = [self._str(key) if type(key) is str else self._value(key, inner) for key in value]
-            if len(set(key_codes)) < len(key_codes):  # e.g. a Sisyphus value's value, known only now, beside a str
-                twice = next(code for code in key_codes if key_codes.count(code) > 1)
+            # A Sisyphus value's value is known only now, e.g. "k" beside a key "k" (keys alike otherwise cannot hash,
+            # or are nan, which loads as distinct keys again).
+            delayed = [code for key, code in zip(value, key_codes) if sisyphus_values([key])]
+            twice = next((code for code in delayed if key_codes.count(code) > 1), None)
+            if twice is not None:
                 raise SerializationError(
                     f"two keys are written as {twice}, which the written config would load as one key: make them "
                     f"distinct"
