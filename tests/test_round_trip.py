@@ -7,12 +7,15 @@ from __future__ import annotations
 import builtins
 import keyword
 import math
+import os
 import subprocess
 import sys
 import types
 
 import numpy
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 from i6_core.returnn.config import CodeWrapper
 from returnn.tensor import Dim, Tensor, batch_dim, single_step_dim
 from returnn.tensor._dim_extra import Op
@@ -23,6 +26,8 @@ from i6_rc_jobs import ReturnnCommonSerializer, SerializationError
 from i6_rc_jobs.hashing.canonical import dims_in
 from i6_rc_jobs.hashing.sis_hash import canonical_form
 from tests.support import net_functions
+from tests.support.dim_graphs import TAG_NAMES, build_related_dims, related_dim_specs
+from tests.support.dims import DimMap, assert_equal_up_to_dims
 from tests.support.records import Pair
 from tests.test_serializer import REPO, load
 
@@ -245,12 +250,10 @@ def test_long_doubles_are_written_and_hashed_without_their_padding_alike_in_ever
     assert type(loaded["s"]) is numpy.longdouble and loaded["s"] == values["s"]
 
 
-@pytest.mark.parametrize(
-    "value", [numpy.matrix([[1, 2]]), numpy.ma.masked_array([1, 2], mask=[0, 1])], ids=["matrix", "masked"]
-)
-def test_numpy_subclasses_are_refused_at_construction_with_their_path(value):
+def test_a_numpy_matrix_is_refused_at_construction_with_its_path():
+    """It passed as a plain array and loaded as one (its own class has numpy's name for it)."""
     with pytest.raises(SerializationError, match=r"^network\['x'\]: .* is a subclass of a numpy type"):
-        ReturnnCommonSerializer(network={"x": value})
+        ReturnnCommonSerializer(network={"x": numpy.matrix([[1, 2]])})
 
 
 # Crashes without a path.
@@ -284,3 +287,31 @@ def test_a_dim_with_sizes_over_other_dims_than_the_batch_is_refused_with_its_pat
         ReturnnCommonSerializer(network={"x": words, "t": time})
     words.dyn_size_ext = Tensor("words_size", dims=[batch_dim], dtype="int32")  # what RETURNN makes again
     assert load(_code({"x": words}))["network"]["x"].dyn_size_ext is None
+
+
+# The property: random dims of every kind and relation load as themselves.
+
+SETTINGS = settings(
+    max_examples=int(os.environ.get("HYPOTHESIS_MAX_EXAMPLES", 200)),
+    derandomize="HYPOTHESIS_MAX_EXAMPLES" not in os.environ,
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow],
+)
+
+
+def _tag_axes(dim: Dim, name: str) -> list[int]:
+    """Where RETURNN finds ``stag:<name>`` in a tensor of the batch and ``dim``."""
+    return Tensor("x", dims=[batch_dim, dim], dtype="float32").get_axes_by_tag_name(name, spatial_only=True)
+
+
+@SETTINGS
+@given(related_dim_specs(), st.lists(st.sampled_from(TAG_NAMES), max_size=2))
+def test_dims_of_every_kind_and_relation_load_with_their_attributes_identities_and_axis_strings(specs, names):
+    dims = [dim for dim in build_related_dims(specs) if dim is not None]
+    network = {"x": {"dims": dims, "axes": [f"stag:{name}" for name in names]}}
+    loaded = load(_code(network))["network"]
+    dim_map = DimMap()
+    assert_equal_up_to_dims(network, loaded, dim_map)  # kinds, sizes, descriptions, copies, derivations, one-to-one
+    for orig, written in zip(dims, loaded["x"]["dims"]):
+        if not orig.is_batch_dim() and not orig.special:
+            assert [_tag_axes(orig, n) for n in TAG_NAMES] == [_tag_axes(written, n) for n in TAG_NAMES], orig
