@@ -284,7 +284,10 @@ class DimRef(CodeWrapper):
             if self.description is not None:
                 args.append(f"description={str_code(self.description)}")
             return f"{base.name}.copy({', '.join(args)})"
-        description = self.written_description()
+        if self.copy_of is None:
+            description = self.written_description()
+        else:  # a copy written as a plain Dim: its own description, else its base's (as Dim.copy gives it)
+            description = self.description or self.copy_of.written_description()
         description_code = "None" if description is None else str_code(description)
         args = [repr(self.size), f"description={description_code}", f"kind={_kind_code(self.kind)}"]
         if self.match_priority:
@@ -321,10 +324,7 @@ class DimRef(CodeWrapper):
 
     def written_description(self) -> Optional[str]:
         """The description a plain dim gets in the written code: exactly its own if auto-generated (it makes such
-        dims equal or not in RETURNN), else its own or, if it has none, its variable name; a copy's own, or else its
-        base's (what ``Dim.copy`` gives it)."""
-        if self.copy_of is not None:
-            return self.description or self.copy_of.written_description()
+        dims equal or not in RETURNN), else its own or, if it has none, its variable name."""
         if self.auto_generated:
             return self.description
         return self.description or self.name
