@@ -157,6 +157,7 @@ class Canonicalizer:
         self._unhashed: dict[int, tuple[str, ...]] = {}
         self._readings: Optional[DescriptionReadings] = None
         self._shapes: dict[int, tuple] = {}  # id(DimRef) -> (kind, size), computed once per hash (refs.derived_shape)
+        self._copy_aliases: dict[tuple, DimRef] = {}  # (id(base), kind, match_priority) -> the copy, see _alias
 
     def sections(
         self,
@@ -168,8 +169,8 @@ class Canonicalizer:
         sections say where (which of them are the data's dims stays in the hash), and ``readings`` adds what RETURNN
         reads of descriptions."""
         self._sections = sections
-        self._unhashed = occurrence_paths(unhashed, _Probe(Canonicalizer()))  # before numbering: state-free
         self._readings = readings
+        self._unhashed = occurrence_paths(unhashed, _Probe(Canonicalizer()), self._alias)  # before numbering
         form = {name: walk_guarded(self._value, value, name) for name, value in sections}
         if readings is not None:
             outside = sorted(
@@ -180,6 +181,25 @@ class Canonicalizer:
             if outside:  # e.g. the data's time dim, read by a layer as "stag:time", with extern_data unhashed
                 form["<descriptions read in unhashed parts>"] = outside
         return form
+
+    def _alias(self, ref: DimRef) -> DimRef:
+        """The dim the hash takes ``ref`` for: a copy whose description no axis string reads is its base if it
+        differs from it only by that description, else one copy per base, kind and match_priority (descriptions
+        are cosmetic; the written code keeps them for axis strings)."""
+        base = ref.copy_of
+        if base is None or (ref.description is not None and self._readings and self._readings.extras(ref)):
+            return ref
+        if ref._kind == base.kind and ref.match_priority == base.match_priority:
+            return base
+        key = (id(base), ref._kind, ref.match_priority)
+        alias = self._copy_aliases.get(key)
+        if alias is None:  # copies alike are one variable in the written code too, unless edits made them two
+            alias = DimRef("hashed_copy_dim", kind=ref._kind, copy_of=base, match_priority=ref.match_priority)
+            self._copy_aliases[key] = alias
+        return alias
+
+    def _dependencies(self, ref: DimRef) -> list[DimRef]:
+        return [self._alias(dep) for dep in ref.dependencies()]
 
     def describe_dim(self, index: int) -> str:
         return f"dim#{index} {self.definitions[index]}"
@@ -310,6 +330,11 @@ class Canonicalizer:
         index = self.index.get(id(ref))
         if index is not None:
             return self._later[index]
+        alias = self._alias(ref)
+        if alias is not ref:  # numbered as its base, and found by its own id from now on
+            token = self._dim(alias)
+            self.index[id(ref)] = self.index[id(alias)]
+            return token
         # Inputs first, so they get the lower indices; where one occurs first, its token spells out its definition.
         # A depth-first walk without recursion (chains of thousands of derived dims occur): each dim is numbered
         # after its dependencies, and spelled out in the definition of the dim whose walk numbered it.
@@ -323,12 +348,12 @@ class Canonicalizer:
             if id(top) not in spelled_by:
                 spelled_by[id(top)] = parent
                 stack.append((top, parent))
-                deps = [d for d in top.dependencies() if d.global_name is None and id(d) not in self.index]
+                deps = [d for d in self._dependencies(top) if d.global_name is None and id(d) not in self.index]
                 stack.extend((dep, id(top)) for dep in reversed(deps))
                 continue
-            if any(dep.global_name is None and id(dep) not in self.index for dep in top.dependencies()):
+            if any(dep.global_name is None and id(dep) not in self.index for dep in self._dependencies(top)):
                 raise SerializationError(f"DimRef {top.name!r} is derived from itself")  # met again inside its walk
-            dep_tokens = iter([self._dep_token(dep, top, first, spelled_by) for dep in top.dependencies()])
+            dep_tokens = iter([self._dep_token(dep, top, first, spelled_by) for dep in self._dependencies(top)])
             index = len(self.definitions)
             definition = self._definition(top, lambda _dep: next(dep_tokens))  # in dependencies() order
             self.index[id(top)] = index
@@ -349,6 +374,7 @@ class Canonicalizer:
         """What a dim is without its index: orders dims not numbered yet (only in sets and dim-keyed dicts). Built
         from its dependencies' without recursion."""
         done: dict[int, str] = {}
+        ref = self._alias(ref)
         stack, expanded = [ref], set()
         while stack:
             top = stack[-1]
@@ -356,7 +382,7 @@ class Canonicalizer:
                 stack.pop()
                 done[id(top)] = top.global_name or f"#{self.index[id(top)]}"
                 continue
-            pending = [d for d in top.dependencies() if id(d) not in done]
+            pending = [d for d in self._dependencies(top) if id(d) not in done]
             if pending:
                 if id(top) in expanded:  # its dependencies were walked, yet one is not done: it is among them
                     raise SerializationError(f"DimRef {top.name!r} is derived from itself")
@@ -364,7 +390,7 @@ class Canonicalizer:
                 stack.extend(pending)
                 continue
             stack.pop()
-            done[id(top)] = f"({self._definition(top, lambda dep: done[id(dep)])})"
+            done[id(top)] = f"({self._definition(top, lambda dep: done[id(self._alias(dep))])})"
         return done[id(ref)]
 
     def _definition(self, ref: DimRef, name_of) -> str:
@@ -444,7 +470,8 @@ class Canonicalizer:
         numbered yet in them occurs more than once (else each order gives the same text, and nothing later names
         their dims)."""
         profiles = self._profiles or {}
-        return any(id(dim) not in self.index and len(profiles.get(id(dim), ())) > 1 for dim in dims_in(alike))
+        dims = map(self._alias, dims_in(alike))
+        return any(id(dim) not in self.index and len(profiles.get(id(dim), ())) > 1 for dim in dims)
 
     def _choose(self, options: int) -> int:
         """Which of ``options`` tied items goes first: as ``choices`` says, else the first."""
@@ -459,6 +486,7 @@ class Canonicalizer:
 
     def _order_key(self, item: Any) -> tuple:
         if type(item) is DimRef:
+            item = self._alias(item) if id(item) not in self.index else item
             if item.global_name is not None:
                 return (0, item.global_name)
             if id(item) in self.index:
@@ -475,8 +503,8 @@ class Canonicalizer:
         cls = type(item)
         if cls is DimRef:
             if self._profiles is None:
-                self._profiles = occurrence_paths(self._sections, _Probe(self))
-            return ("dim", self._profiles.get(id(item), ()))
+                self._profiles = occurrence_paths(self._sections, _Probe(self), self._alias)
+            return ("dim", self._profiles.get(id(self._alias(item)), ()))
         if cls is MarkedRef:
             return self._profile(item.dim)
         if cls is set or cls is frozenset:
@@ -604,16 +632,18 @@ def dims_in(values: Iterable) -> Iterator[DimRef]:
             stack.extend(value)
 
 
-def occurrence_paths(sections: Iterable[tuple[str, Any]], probe: _Probe) -> dict[int, tuple[str, ...]]:
-    """For each dim, the sorted paths of all its occurrences in ``sections``; set elements are ``{}``, and dict keys
-    are ``{}=`` with the canonical form of their value (by ``probe``). Tells apart dims alike in everything else,
-    without their names."""
+def occurrence_paths(
+    sections: Iterable[tuple[str, Any]], probe: _Probe, alias: Callable[[DimRef], DimRef]
+) -> dict[int, tuple[str, ...]]:
+    """For each dim (as ``alias`` takes it), the sorted paths of all its occurrences in ``sections``; set elements
+    are ``{}``, and dict keys are ``{}=`` with the canonical form of their value (by ``probe``). Tells apart dims
+    alike in everything else, without their names."""
     paths: dict[int, list[str]] = {}
     stack: list[tuple[Any, str]] = [(value, name) for name, value in sections]
     while stack:
         value, path = stack.pop()
         if type(value) is DimRef:
-            paths.setdefault(id(value), []).append(path)
+            paths.setdefault(id(alias(value)), []).append(path)
             stack.extend((dep, f"{path}<-{i}") for i, dep in enumerate(value.dependencies()))
         elif type(value) is MarkedRef:
             stack.append((value.dim, f"{path}.{value.marker}"))
@@ -636,6 +666,7 @@ class _Probe(Canonicalizer):
     def __init__(self, owner: Canonicalizer):
         super().__init__()
         self.index = owner.index
+        self._readings, self._copy_aliases = owner._readings, owner._copy_aliases  # the owner's _alias
         self._owner = owner
 
     def value(self, item: Any) -> Any:
