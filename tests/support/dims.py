@@ -106,11 +106,21 @@ def assert_equal_up_to_dims(orig: Any, loaded: Any, dims: DimMap, path: str = ""
         orig = orig.astype(orig.dtype.newbyteorder("<")) if orig.dtype.str[0] == ">" else orig
         assert type(orig) is type(loaded) and orig.dtype.str == loaded.dtype.str, f"{path}: {orig!r} != {loaded!r}"
         assert orig.shape == loaded.shape, f"{path}: {orig!r} != {loaded!r}"
-        assert numpy.ascontiguousarray(orig).tobytes() == numpy.ascontiguousarray(loaded).tobytes(), path
+        assert value_bytes(orig) == value_bytes(loaded), path
     elif isinstance(orig, float) and math.isnan(orig):
         assert isinstance(loaded, float) and math.isnan(loaded), f"{path}: {orig!r} != {loaded!r}"
     else:
         assert type(orig) is type(loaded) and orig == loaded, f"{path}: {orig!r} != {loaded!r}"
+
+
+def value_bytes(value: Any) -> bytes:
+    """The bytes of a numpy value, C order; of an x87 long double (10 bytes of value in 16) without the padding."""
+    data = numpy.ascontiguousarray(value).tobytes()
+    if value.dtype.base in (numpy.dtype(numpy.longdouble), numpy.dtype(numpy.clongdouble)):
+        if numpy.finfo(numpy.longdouble).nmant == 63:
+            items = numpy.frombuffer(data, dtype=numpy.uint8).reshape(-1, numpy.dtype(numpy.longdouble).itemsize)
+            return items[:, :10].tobytes()
+    return data
 
 
 def _pair_up(orig: list, loaded: list, dims: DimMap, path: str) -> list[tuple[Any, Any]]:
