@@ -189,12 +189,12 @@ class Canonicalizer:
         base = ref.copy_of
         if base is None or (ref.description is not None and self._readings and self._readings.extras(ref)):
             return ref
-        if ref._kind == base.kind and ref.match_priority == base.match_priority:
+        if ref.kind == base.kind and ref.match_priority == base.match_priority:
             return base
-        key = (id(base), ref._kind, ref.match_priority)
+        key = (id(base), ref.kind, ref.match_priority)
         alias = self._copy_aliases.get(key)
         if alias is None:  # copies alike are one variable in the written code too, unless edits made them two
-            alias = DimRef("hashed_copy_dim", kind=ref._kind, copy_of=base, match_priority=ref.match_priority)
+            alias = DimRef("hashed_copy_dim", kind=ref.kind, copy_of=base, match_priority=ref.match_priority)
             self._copy_aliases[key] = alias
         return alias
 

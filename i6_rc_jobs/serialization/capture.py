@@ -18,8 +18,8 @@ equality, ``undefined`` and capacity follow them); a static ``capacity`` other t
 of [batch] is RETURNN's run-time state, never configuration, and is dropped: a template is what RETURNN makes for
 every dynamic dim it meets in a Tensor, sizes (a raw tensor) are one batch's (returnn_common's tests serialize dims
 after a run); RETURNN makes both again for the written dim when it builds the net. Sizes over other dims (a
-template of [batch, time]: a length per frame) are what RETURNN would not make again: such a dim is refused. A derived dim's
-``derived_from_tag`` is one of its inputs, which RETURNN sets again when the written op runs.
+template of [batch, time]: a length per frame) are what RETURNN would not make again: such a dim is refused. A
+derived dim's ``derived_from_tag`` is one of its inputs, which RETURNN sets again when the written op runs.
 """
 
 from __future__ import annotations
