@@ -316,7 +316,6 @@ class _Server:
     """A running build server (:mod:`.server`), with the base it recorded."""
 
     def __init__(self, builds: Builds, store: Store):
-        self.store = store
         partial = store.partial("server")
         self.directory = partial
         self.log = partial / "log"
@@ -340,9 +339,10 @@ class _Server:
         if reply is None or not reply.get("ready"):
             self.close()
             raise BuildError(f"the build server ({builds.executable()}) did not start; its output:\n{_tail(self.log)}")
-        data = (partial / "base.json").read_bytes()
-        self.changed_while_loading = bool(json.loads(data)["changed_while_loading"])
-        self.base_digest = store.put_base(data)
+        self.base_data = (partial / "base.json").read_bytes()
+        self.base = json.loads(self.base_data)
+        self.changed_while_loading = bool(self.base["changed_while_loading"])
+        self.base_digest = hashlib.sha256(self.base_data).hexdigest()
         atexit.register(self.close)
 
     def _send(self, message: dict[str, Any]) -> None:
@@ -367,9 +367,15 @@ class _Server:
         return json.loads(line)
 
     def submit(self, partial: Path, started_ns: int) -> int:
+        """Starts a build in ``partial``, with the manager's environment as it is now."""
         self._next_id += 1
-        self._send({"id": self._next_id, "dir": str(partial), "started_ns": started_ns})
+        request = {"id": self._next_id, "dir": str(partial), "started_ns": started_ns, "environ": dict(os.environ)}
+        self._send(request)
         return self._next_id
+
+    def current(self) -> bool:
+        """Whether the environment variables the server read while loading still have the values it read."""
+        return self.process.poll() is None and _env_holds(self.base["env"])
 
     def wait(self, timeout: Optional[float]) -> list[tuple[int, int]]:
         """(request, status) of the builds that ended; the server's end ends them all."""
@@ -398,9 +404,14 @@ _bases: dict[str, Optional[dict[str, Any]]] = {}
 
 
 def _server(builds: Builds, store: Store) -> _Server:
-    """The process's build server for this Python, path and preload (started on first use)."""
-    key = (builds.executable(), tuple(builds.sys_path()), builds.workdir(), builds.preload, str(store.root))
+    """The process's build server for this Python, path, working directory and preload (started on first use, and
+    anew when an environment variable it read while loading has changed), with its base in ``store``."""
+    key = (builds.executable(), tuple(builds.sys_path()), builds.workdir(), builds.preload)
     server = _servers.get(key)
-    if server is None or server.process.poll() is not None:
+    if server is None or not server.current():
+        if server is not None:
+            server.close()
         server = _servers[key] = _Server(builds, store)
+    if not server.changed_while_loading:
+        store.put_base(server.base_data)
     return server

@@ -109,6 +109,15 @@ def opened_files(exclude: Optional[str] = None) -> list[str]:
     ]
 
 
+def set_environment(environ: dict[str, str]) -> None:
+    """Makes ``os.environ`` hold ``environ`` (the manager's, as of the build's start) without noting reads."""
+    before = dict(_env_read)
+    os.environ.clear()
+    os.environ.update(environ)
+    _env_read.clear()
+    _env_read.update(before)
+
+
 def environment() -> dict[str, Optional[str]]:
     """The variables read so far by name and the values read (None: it was not set)."""
     return dict(_env_read)

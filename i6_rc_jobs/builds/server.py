@@ -6,7 +6,7 @@ given, and exits. Runs with the setup's Python (``python -m i6_rc_jobs.builds.se
 the manager puts i6_rc_jobs on the path first, see :mod:`.client`).
 
 Protocol, JSON lines: the manager sends ``{"sys_path", "preload", "base"}`` once, then ``{"id", "dir",
-"started_ns"}`` per build; the server answers ``{"ready": true, "preloaded": [...]}`` once and ``{"id", "status"}``
+"started_ns", "environ"}`` per build; the server answers ``{"ready": true, "preloaded": [...]}`` once and ``{"id", "status"}``
 (the child's exit status, or minus the signal that killed it) per build. End of input ends the server and its
 children."""
 
@@ -54,7 +54,7 @@ def _base(started_ns: int) -> dict:
     }
 
 
-def _build(directory: str, base: dict, started_ns: int) -> int:
+def _build(directory: str, base: dict, started_ns: int, environ: dict[str, str]) -> int:
     """In the child: one build; 0 if it wrote its result and dependencies."""
     import pickle
 
@@ -64,6 +64,7 @@ def _build(directory: str, base: dict, started_ns: int) -> int:
     from . import client
 
     client.IN_BUILD = True
+    record.set_environment(environ)
     sys.dont_write_bytecode = True
     sys.pycache_prefix = os.path.join(directory, "no-bytecode")  # never a stale .pyc of an edit that kept the mtime
     with open(os.path.join(directory, "call.pickle"), "rb") as f:
@@ -95,19 +96,20 @@ def _build(directory: str, base: dict, started_ns: int) -> int:
     return 0
 
 
-def _child(directory: str, base: dict, started_ns: int, protocol_fd: int) -> None:
+def _child(request: dict, base: dict, protocol_fd: int) -> None:
     ctypes.CDLL(None).prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
     status = 1
     try:
         os.close(protocol_fd)
         null = os.open(os.devnull, os.O_RDONLY)
         os.dup2(null, 0)
+        directory = request["dir"]
         log = os.open(os.path.join(directory, "log"), os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o666)
         sys.stdout.flush()
         sys.stderr.flush()
         os.dup2(log, 1)
         os.dup2(log, 2)
-        status = _build(directory, base, started_ns)
+        status = _build(directory, base, request["started_ns"], request["environ"])
     except BaseException:
         traceback.print_exc()
     finally:
@@ -179,7 +181,7 @@ def _serve(requests: _Lines, protocol, base: dict, protocol_fd: int) -> None:
                         pid = os.fork()
                         if pid == 0:
                             selector.close()
-                            _child(request["dir"], base, request["started_ns"], protocol_fd)
+                            _child(request, base, protocol_fd)
                         pidfd = os.pidfd_open(pid)
                         selector.register(pidfd, selectors.EVENT_READ)
                         children[pidfd] = (pid, request["id"])
