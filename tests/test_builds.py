@@ -77,7 +77,9 @@ def test_serializers_built_out_of_the_manager_hash_as_the_golden_files(tmp_path)
     calls = [functools.partial(rc_serializers.model, name, scheme) for scheme in ("dict", "graph") for name in names]
     built = Builds(cache=tmp_path / "cache", workers=2).build_many(calls)
     hashes = {(call.args[1], call.args[0]): _hash(result) for call, result in zip(calls, built)}
-    assert {name: hashes["dict", name] for name in names} == {name: pinned[f"rc_{name}"]["serializer"] for name in names}
+    assert {name: hashes["dict", name] for name in names} == {
+        name: pinned[f"rc_{name}"]["serializer"] for name in names
+    }
     assert {name: hashes["graph", name] for name in names} == {name: pinned_graph[f"rc_{name}"] for name in names}
 
 
@@ -228,8 +230,7 @@ def test_a_key_others_could_read_or_replace_is_refused(setup, how):
         _lstm(builds, recipe, bmodels)
 
 
-MANAGER = textwrap.dedent(
-    """
+MANAGER = textwrap.dedent("""
     import json, os, sys
     sys.path[:0] = [{recipe!r}, {repo!r}]
     from i6_rc_jobs.builds import Builds
@@ -237,8 +238,7 @@ MANAGER = textwrap.dedent(
     builds = Builds(cache={cache!r}, workers=2)
     results = builds.build_many([(bmodels.lstm, (path,), {{}}) for path in json.loads(sys.argv[1])])
     print(json.dumps([r._sis_hash().decode() for r in results]), flush=True)
-    """
-)
+    """)
 
 
 def _manager(recipe: Path, cache: Path, paths: list[str]) -> subprocess.Popen:

@@ -29,8 +29,23 @@ from .store import Store, cache_root, touch_used
 
 #: Set in a build process: a build there runs the builder in that process (it is part of the outer build).
 IN_BUILD = False
-#: What the build server imports before it forks builds (those found; with their dependencies).
-DEFAULT_PRELOAD = ("tensorflow", "returnn.tf.engine", "returnn.tf.layers.rec", "returnn_common.nn")
+#: What the build server imports before it forks builds (those found; with their dependencies): the libraries and
+#: what returnn_common imports of them lazily while it builds a model, so that a build imports only recipe code.
+DEFAULT_PRELOAD = (
+    "tensorflow",
+    "returnn.__main__",
+    "returnn.tf.engine",
+    "returnn.tf.layers.rec",
+    "returnn.tf.layers.signal_processing",
+    "returnn.tf.layers.segmental_model",
+    "returnn.tf.layers.variable",
+    "returnn.datasets.hdf",
+    "returnn.util.better_exchook",
+    "returnn.util.debug",
+    "returnn_common.nn",
+    "i6_rc_jobs.rc_compat",
+    "i6_rc_jobs.serialization.capture",
+)
 #: How long a manager waits between looks at a lock another manager holds.
 _POLL_S = 0.05
 _LOG_LINES = 60
@@ -53,7 +68,9 @@ class Call:
     def __post_init__(self) -> None:
         from sisyphus.hash import sis_hash_helper
 
-        object.__setattr__(self, "key", hashlib.sha256(sis_hash_helper((self.name, self.args, self.kwargs))).hexdigest())
+        object.__setattr__(
+            self, "key", hashlib.sha256(sis_hash_helper((self.name, self.args, self.kwargs))).hexdigest()
+        )
 
     @property
     def name(self) -> str:

@@ -63,8 +63,10 @@ def _list(store: Store) -> int:
             continue
         age, used = now - entry["recorded_ns"] / 1e9, now - last_used(variant)
         size = _size(variant) / 1024
-        print(f"{entry['builder']:40} {entry['arguments']:40} {_age(age):>7} {_age(used):>7} {size:7.0f} "
-              f"{entry['sis_hash'][:12]}")
+        print(
+            f"{entry['builder']:40} {entry['arguments']:40} {_age(age):>7} {_age(used):>7} {size:7.0f} "
+            f"{entry['sis_hash'][:12]}"
+        )
     return 0
 
 
@@ -91,8 +93,10 @@ def _verify(store: Store) -> int:
 
         now = hashlib.sha256(sis_hash_helper(result)).hexdigest()
         same = now == entry["sis_hash"]
-        print(f"{entry['builder']}({entry['arguments']}): {'same hash' if same else 'DIFFERS'} "
-              f"{entry['sis_hash'][:12]}{'' if same else ' -> ' + now[:12]}")
+        print(
+            f"{entry['builder']}({entry['arguments']}): {'same hash' if same else 'DIFFERS'} "
+            f"{entry['sis_hash'][:12]}{'' if same else ' -> ' + now[:12]}"
+        )
         status = status or (0 if same else 1)
     return status
 
