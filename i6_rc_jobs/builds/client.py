@@ -350,7 +350,13 @@ class _Server:
             )
         self._buffer = b""
         self._next_id = 0
-        setup = {"sys_path": builds.sys_path(), "preload": list(builds.preload), "base": str(partial / "base.json")}
+        known = next((base for base in reversed(_bases.values()) if base is not None), None)
+        setup = {
+            "sys_path": builds.sys_path(),
+            "preload": list(builds.preload),
+            "base": str(partial / "base.json"),
+            "known": known,  # the fingerprints of a base read (and so verified as signed) in this process
+        }
         self._send(setup)
         reply = self._read(timeout=None)
         if reply is None or not reply.get("ready"):
@@ -364,8 +370,11 @@ class _Server:
 
     def _send(self, message: dict[str, Any]) -> None:
         assert self.process.stdin is not None
-        self.process.stdin.write((json.dumps(message) + "\n").encode())
-        self.process.stdin.flush()
+        try:
+            self.process.stdin.write((json.dumps(message) + "\n").encode())
+            self.process.stdin.flush()
+        except BrokenPipeError:
+            raise BuildError(f"the build server ended (status {self.process.wait()}):\n{_tail(self.log)}") from None
 
     def _read(self, timeout: Optional[float]) -> Optional[dict[str, Any]]:
         """The next message, None at the end of the output or after ``timeout`` seconds without one."""

@@ -33,13 +33,21 @@ def digest(path: str) -> Optional[str]:
         return None
 
 
-def fingerprint(path: str) -> Fingerprint:
+def _trusted(recorded: Fingerprint, st: os.stat_result, recorded_at_ns: int) -> bool:
+    """Whether the stat proves the file unchanged since ``recorded`` was taken (see the module docstring)."""
+    return recorded[0] is not None and _stat_fields(st) == recorded[1:] and st.st_ctime_ns < recorded_at_ns - RACY_NS
+
+
+def fingerprint(path: str, known: Optional[Fingerprint] = None, known_at_ns: int = 0) -> Fingerprint:
     """The file's content hash with the stat it had when read (the stat taken first: a change while reading moves the
-    ctime past it, so that the stat is not trusted later)."""
+    ctime past it, so that the stat is not trusted later); ``known``, a fingerprint of it recorded at
+    ``known_at_ns``, if the stat proves it still holds."""
     try:
         st = os.stat(path)
     except (FileNotFoundError, NotADirectoryError):
         return [None, 0, 0, 0, 0, 0]
+    if known is not None and _trusted(known, st, known_at_ns):
+        return known
     return [digest(path), *_stat_fields(st)]
 
 
@@ -55,15 +63,13 @@ class Verifier:
         key = (path, sha, tuple(fields))
         found = self._checked.get(key)
         if found is None:
-            found = self._checked[key] = self._unchanged(path, sha, fields, recorded_at_ns)
+            found = self._checked[key] = self._unchanged(path, recorded, recorded_at_ns)
         return found
 
     @staticmethod
-    def _unchanged(path: str, sha: Optional[str], fields: list[int], recorded_at_ns: int) -> bool:
+    def _unchanged(path: str, recorded: Fingerprint, recorded_at_ns: int) -> bool:
         try:
             st = os.stat(path)
         except (FileNotFoundError, NotADirectoryError):
-            return sha is None
-        if sha is not None and _stat_fields(st) == fields and st.st_ctime_ns < recorded_at_ns - RACY_NS:
-            return True
-        return digest(path) == sha
+            return recorded[0] is None
+        return _trusted(recorded, st, recorded_at_ns) or digest(path) == recorded[0]

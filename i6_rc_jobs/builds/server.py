@@ -5,7 +5,7 @@ caches, random state): it imports the recipe code itself, builds, writes its res
 given, and exits. Runs with the setup's Python (``python -m i6_rc_jobs.builds.server`` is not how it is started:
 the manager puts i6_rc_jobs on the path first, see :mod:`.client`).
 
-Protocol, JSON lines: the manager sends ``{"sys_path", "preload", "base"}`` once, then ``{"id", "dir",
+Protocol, JSON lines: the manager sends ``{"sys_path", "preload", "base", "known"}`` once, then ``{"id", "dir",
 "started_ns", "environ"}`` per build; the server answers ``{"ready": true, "preloaded": [...]}`` once and ``{"id", "status"}``
 (the child's exit status, or minus the signal that killed it) per build. End of input ends the server and its
 children."""
@@ -21,31 +21,34 @@ import signal
 import sys
 import time
 import traceback
+from typing import Optional
 
 from . import record
+from .fingerprint import fingerprint
 
 #: A dependency changed later than this before the build began may have changed while it read it.
 CLOCK_SLACK_NS = 20_000_000
 _PR_SET_PDEATHSIG = 1
 
 
-def _fingerprints(paths: list[str]) -> dict[str, list]:
-    from .fingerprint import fingerprint
-
-    return {path: fingerprint(path) for path in paths}
+def _fingerprints(paths: list[str], known: Optional[dict] = None) -> dict[str, list]:
+    """Fingerprints of the files; those of ``known`` (a base the manager verified) taken where their stat proves
+    them, so that a new server does not read the libraries' hundreds of MB again."""
+    files, at = (known["files"], known["recorded_ns"]) if known else ({}, 0)
+    return {path: fingerprint(path, files.get(path), at) for path in paths}
 
 
 def _changed_since(fingerprints: dict[str, list], started_ns: int) -> list[str]:
     return [path for path, fp in fingerprints.items() if fp[0] is not None and fp[5] >= started_ns - CLOCK_SLACK_NS]
 
 
-def _base(started_ns: int) -> dict:
+def _base(started_ns: int, sys_path: list[str], known: Optional[dict]) -> dict:
     """What the server itself depended on when it was ready: every build from it depends on that."""
     files = [*record.module_files(), *record.opened_files(), os.path.realpath(sys.executable)]
-    fingerprints = _fingerprints(list(dict.fromkeys(files)))
+    fingerprints = _fingerprints(list(dict.fromkeys(files)), known)
     return {
         "python": {"executable": os.path.realpath(sys.executable), "version": sys.version},
-        "sys_path": sys.path,
+        "sys_path": sys_path,  # as given: what the manager compares
         "cwd": os.getcwd(),
         "env": record.environment(),
         "files": fingerprints,
@@ -159,7 +162,7 @@ def main() -> None:
             continue
         preloaded.append(name)
 
-    base = _base(started_ns)
+    base = _base(started_ns, setup[0]["sys_path"], setup[0]["known"])
     with open(setup[0]["base"], "w") as f:
         json.dump(base, f)
     protocol.write(json.dumps({"ready": True, "preloaded": preloaded}) + "\n")

@@ -208,7 +208,7 @@ class Store:
         aside = self.partial("removed")
         try:
             os.rename(variant, aside / "variant")
-        except FileNotFoundError:
+        except OSError:  # removed already, or another user's in a shared cache: then it stays
             pass
         shutil.rmtree(aside, ignore_errors=True)
 
