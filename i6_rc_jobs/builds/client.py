@@ -139,7 +139,8 @@ class Builds:
     # -- what a build process would be ---------------------------------------------------------------------------
 
     def executable(self) -> str:
-        return os.path.realpath(os.fspath(self.python) if self.python else sys.executable)
+        """The build Python as given (a virtual environment's python is not resolved to the one it links to)."""
+        return os.path.abspath(os.fspath(self.python) if self.python else sys.executable)
 
     def sys_path(self) -> list[str]:
         """The build processes' sys.path: the manager's (absolute), after the given RETURNN."""

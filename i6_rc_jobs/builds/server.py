@@ -47,7 +47,7 @@ def _base(started_ns: int, sys_path: list[str], known: Optional[dict]) -> dict:
     files = [*record.module_files(), *record.opened_files(), os.path.realpath(sys.executable)]
     fingerprints = _fingerprints(list(dict.fromkeys(files)), known)
     return {
-        "python": {"executable": os.path.realpath(sys.executable), "version": sys.version},
+        "python": {"executable": sys.executable, "version": sys.version},  # its binary is among the files
         "sys_path": sys_path,  # as given: what the manager compares
         "cwd": os.getcwd(),
         "env": record.environment(),
