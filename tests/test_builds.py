@@ -35,7 +35,7 @@ def recipe(tmp_path_factory):
     sys.path.insert(0, str(directory))
     yield directory
     sys.path.remove(str(directory))
-    for name in ("bmodels", "bhelper"):
+    for name in ("bmodels", "bhelper", "bcompiled"):
         sys.modules.pop(name, None)
 
 
@@ -96,6 +96,7 @@ def test_a_cached_build_runs_no_builder_and_gives_the_same_serializer(setup):
     "edit, rebuilds",
     [
         ("module", True),  # bhelper, which bmodels imports
+        ("bytecode", True),  # bcompiled.pyc, a module without source, which bmodels imports
         ("unrelated module", False),  # bunrelated, in the same directory, never imported
         ("data file", True),  # layers.txt, opened by the builder
         ("unrelated data file", False),  # other.txt
@@ -114,6 +115,9 @@ def test_an_edit_of_a_dependency_rebuilds_an_unrelated_one_does_not(setup, monke
     helper = recipe / "bhelper.py"
     if edit == "module":
         _edit(helper, "FACTOR = 2\n")
+    elif edit == "bytecode":
+        build_recipes.compiled(recipe, 2)
+        time.sleep(SETTLE_S)
     elif edit == "unrelated module":
         _edit(recipe / "bunrelated.py", "FACTOR = 2\n")
     elif edit == "data file":
