@@ -114,8 +114,9 @@ def py():
 
 #: One variant: load the config as ``sis manager`` does, in this fresh interpreter.
 LOADER = """
-import json, os, sys, time
+import json, logging, os, sys, time
 sys.path.insert(0, {repo!r})
+logging.basicConfig(level=logging.INFO, format="%(message)s")
 start = time.perf_counter()
 from sisyphus.loader import config_manager
 config_manager.load_configs(["config/bench.py"])
@@ -163,6 +164,7 @@ def run_variant(setup: Path, mode: str, cache: Path, **env: str) -> dict[str, An
         raise RuntimeError(f"variant {mode} failed:\n{proc.stderr[-5000:]}")
     result = json.loads(report.read_text())
     result["process_s"] = wall
+    result["cache_log"] = [line for line in proc.stderr.splitlines() if line.startswith("build cache:")][:5]
     return result
 
 
@@ -227,6 +229,9 @@ def report(results: dict[str, Any], args: argparse.Namespace) -> None:
         )
     kept = results["c_memory"]["kept_bytes"] / builds / 1024
     print(f"job ids equal to (a)'s in (b), (c), (d): {same}")
+    for key in "cd":
+        for line in results[key]["cache_log"]:
+            print(f"({key}) {line}")
     print(f"memory the manager keeps per cached build (tracemalloc over build_many, its results kept): {kept:.0f} KB")
     targets = [
         (

@@ -10,8 +10,10 @@ from __future__ import annotations
 
 import atexit
 import contextlib
+import functools
 import hashlib
 import json
+import logging
 import os
 import pickle
 import selectors
@@ -161,8 +163,6 @@ class Builds:
 
 
 def _as_call(call: Any) -> Call:
-    import functools
-
     if isinstance(call, functools.partial):
         return Call(call.func, tuple(call.args), dict(call.keywords))
     builder, args, kwargs = call
@@ -218,20 +218,33 @@ class _Session:
             if digest not in _bases:  # a base is immutable (named by its digest): read once per process
                 _bases[digest] = self.store.base(digest)
             base = _bases[digest]
-            self.bases[digest] = base is not None and self._base_holds(base)
+            reason = "its base is missing or not signed" if base is None else self._base_changed(base)
+            if reason:
+                logging.info("build cache: the entries of base %s do not hold: %s", digest[:12], reason)
+            self.bases[digest] = reason is None
         return self.bases[digest]
 
-    def _base_holds(self, base: dict[str, Any]) -> bool:
-        if base["python"]["executable"] != self.builds.executable() or base["sys_path"] != self.builds.sys_path():
-            return False
-        if base["cwd"] != self.builds.workdir() or not _env_holds(base["env"]):
-            return False
-        return all(self.verifier.unchanged(path, fp, base["recorded_ns"]) for path, fp in base["files"].items())
+    def _base_changed(self, base: dict[str, Any]) -> Optional[str]:
+        """What of the base no longer holds, None if all of it does."""
+        if base["python"]["executable"] != self.builds.executable():
+            return f"another Python: {self.builds.executable()}, not {base['python']['executable']}"
+        if base["sys_path"] != self.builds.sys_path():
+            return "another sys.path"
+        if base["cwd"] != self.builds.workdir():
+            return f"another working directory: {self.builds.workdir()}, not {base['cwd']}"
+        return _env_changed(base["env"]) or self._file_changed(base)
 
     def deps_hold(self, entry: dict[str, Any]) -> bool:
-        if not _env_holds(entry["env"]):
-            return False
-        return all(self.verifier.unchanged(path, fp, entry["recorded_ns"]) for path, fp in entry["files"].items())
+        reason = _env_changed(entry["env"]) or self._file_changed(entry)
+        if reason:
+            logging.info("build cache: %s(%s) is built again: %s", entry["builder"], entry["arguments"], reason)
+        return reason is None
+
+    def _file_changed(self, record: dict[str, Any]) -> Optional[str]:
+        for path, fp in record["files"].items():
+            if not self.verifier.unchanged(path, fp, record["recorded_ns"]):
+                return f"{path} changed"
+        return None
 
     # -- building ----------------------------------------------------------------------------------------------
 
@@ -242,7 +255,7 @@ class _Session:
         results: dict[str, Any] = {}
         errors: list[BuildError] = []
         pending = list(calls)
-        running: dict[int, tuple[Call, contextlib.ExitStack, Path, int]] = {}
+        running: dict[int, tuple[Call, contextlib.ExitStack, Path]] = {}
         server: Optional[_Server] = None
         try:
             while pending or running:
@@ -264,20 +277,20 @@ class _Session:
                     stack.callback(shutil.rmtree, partial, ignore_errors=True)
                     started_ns = time.time_ns()
                     (partial / "call.pickle").write_bytes(call.data)
-                    running[server.submit(partial, started_ns)] = (call, stack, partial, started_ns)
+                    running[server.submit(partial, started_ns)] = (call, stack, partial)
                 if not running:
                     time.sleep(_POLL_S)
                     continue
                 done = server.wait(timeout=_POLL_S if pending else None)
                 for request_id, status in done:
-                    call, stack, partial, _ = running.pop(request_id)
+                    call, stack, partial = running.pop(request_id)
                     with stack:
                         try:
                             results[call.key] = self.finish(call, partial, status, server)
                         except BuildError as e:
                             errors.append(e)
         finally:
-            for call, stack, _, _ in running.values():
+            for _, stack, _ in running.values():
                 stack.close()
         if errors:
             more = f" ({len(errors) - 1} more builds failed)" if len(errors) > 1 else ""
@@ -318,8 +331,11 @@ class _Session:
         return pickle.loads(result)
 
 
-def _env_holds(env: dict[str, Optional[str]]) -> bool:
-    return all(os.environ.get(name) == value for name, value in env.items())
+def _env_changed(env: dict[str, Optional[str]]) -> Optional[str]:
+    for name, value in env.items():
+        if os.environ.get(name) != value:
+            return f"${name} is {os.environ.get(name)!r}, not {value!r}"
+    return None
 
 
 def _tail(path: Path) -> str:
@@ -402,7 +418,7 @@ class _Server:
 
     def current(self) -> bool:
         """Whether the environment variables the server read while loading still have the values it read."""
-        return self.process.poll() is None and _env_holds(self.base["env"])
+        return self.process.poll() is None and _env_changed(self.base["env"]) is None
 
     def wait(self, timeout: Optional[float]) -> list[tuple[int, int]]:
         """(request, status) of the builds that ended; the server's end ends them all."""
