@@ -136,7 +136,7 @@ class Builds:
             return [call.builder(*call.args, **call.kwargs) for call in calls]
         for call in calls:
             call.check()
-        return _Session(self, Store(Path(self.cache or cache_root()))).run(calls)
+        return _Batch(self, Store(Path(self.cache or cache_root()))).run(calls)
 
     # -- what a build process would be ---------------------------------------------------------------------------
 
@@ -159,7 +159,7 @@ class Builds:
     def rebuild_many(self, calls: list[Any]) -> list[Any]:
         """Builds the calls (objects with ``key``, ``name``, ``description`` and the pickled call as ``data``) anew,
         neither looking them up nor storing them."""
-        return _Session(self, Store(Path(self.cache or cache_root())), fresh=True).run(calls)
+        return _Batch(self, Store(Path(self.cache or cache_root())), fresh=True).run(calls)
 
 
 def _as_call(call: Any) -> Call:
@@ -169,7 +169,7 @@ def _as_call(call: Any) -> Call:
     return Call(builder, tuple(args), dict(kwargs))
 
 
-class _Session:
+class _Batch:
     """One ``build_many``: its lookups share one verifier (each file is checked once)."""
 
     def __init__(self, builds: Builds, store: Store, fresh: bool = False):
