@@ -45,22 +45,52 @@ class NetworkCheckError(Exception):
         self.layer_name = layer_name
 
 
-def construct_networks(config_file: str, epochs: Sequence[int] = (1,), *, quiet: bool = False) -> dict[int, list[str]]:
+def construct_networks(
+    config_file: str, epochs: Sequence[int] = (1,), *, quiet: bool = False, as_rnn_py: bool = False
+) -> dict[int, list[str]]:
     """
     Loads ``config_file`` with RETURNN's config loader and constructs its networks, see
     :func:`construct_networks_from_config`. A config that cannot even be loaded raises :class:`NetworkCheckError`.
+
+    :param as_rnn_py: load it as ``rnn.py`` does for training, in a process of its own (the CLI, the check of
+        CreateConfigJob): RETURNN's ``init_config`` (which also sets the process's behavior version, once) and then
+        the backend RETURNN selects from the config, without a default, so that a config training would refuse
+        (e.g. without ``use_tensorflow``: "No backend defined") fails here too
     """
     from returnn.config import Config
 
-    config = Config()
     try:
         with _maybe_quiet(quiet):
-            config.load_file(config_file)
+            if as_rnn_py:
+                import returnn.__main__ as rnn
+
+                rnn.init_config(config_filename=config_file)
+                config = rnn.config
+            else:
+                config = Config()
+                config.load_file(config_file)
+    except Exception as exc:
+        loader = "rnn.py" if as_rnn_py else "RETURNN"
+        raise NetworkCheckError(
+            f"{loader} cannot load the config: {type(exc).__name__}: {exc}", config_file=config_file
+        ) from exc
+    if as_rnn_py:
+        _select_backend(config, config_file)
+    return construct_networks_from_config(config, epochs, config_file=config_file, quiet=quiet)
+
+
+def _select_backend(config: Config, config_file: str) -> None:
+    """The backend, as rnn.py selects it (``BackendEngine.select_engine`` without a default)."""
+    from returnn.util.basic import BackendEngine
+
+    try:
+        BackendEngine.select_engine(config=config)
     except Exception as exc:
         raise NetworkCheckError(
-            f"RETURNN cannot load the config: {type(exc).__name__}: {exc}", config_file=config_file
+            f"rnn.py selects no backend: {type(exc).__name__}: {exc} (a net dict needs 'use_tensorflow': True or "
+            "'backend': 'tensorflow-net-dict' in the config)",
+            config_file=config_file,
         ) from exc
-    return construct_networks_from_config(config, epochs, config_file=config_file, quiet=quiet)
 
 
 def construct_networks_from_config(
@@ -312,7 +342,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
 
         logging.getLogger("tensorflow").setLevel(logging.ERROR)  # TF deprecation notes on stderr
     try:
-        result = construct_networks(args.config, args.epochs, quiet=not args.verbose)
+        result = construct_networks(args.config, args.epochs, quiet=not args.verbose, as_rnn_py=True)
     except NetworkCheckError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 1
