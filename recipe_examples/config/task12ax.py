@@ -4,7 +4,7 @@ The model is built in the manager with returnn_common at a fixed version (a vers
 the same model whatever returnn_common is installed) and wrapped in a ReturnnCommonSerializer, so the
 ReturnnConfig holds plain data. CreateConfigJob writes (and, with check=True, RETURNN-checks) the config file in
 cheap jobs; i6_core's ReturnnTrainingJob trains the same config, a CheckedReturnnConfig, whose file is checked when
-that job writes it. Registered outputs: ``task12ax/returnn.config``, ``task12ax/checkpoint`` (index file of the
+that job writes it, and starts once RETURNN's check of that config passed. Registered outputs: ``task12ax/returnn.config``, ``task12ax/checkpoint`` (index file of the
 final checkpoint), ``task12ax/learning_rates`` (per epoch: train and dev CE and frame error rate).
 """
 
@@ -103,7 +103,8 @@ def run():
     returnn_python_exe = tk.Path(os.path.join(root, ".venv", "bin", "python"), hash_overwrite="RETURNN_PYTHON_EXE")
 
     config = returnn_config()
-    tk.register_output("task12ax/returnn.config", CreateConfigJob(config, check=True).out_config)
+    checked = CreateConfigJob(config, check=True)
+    tk.register_output("task12ax/returnn.config", checked.out_config)
 
     train_job = ReturnnTrainingJob(
         config,
@@ -115,6 +116,9 @@ def run():
         returnn_root=returnn_root,
         returnn_python_exe=returnn_python_exe,
     )
+    # The training starts once the check is done, and not at all if it fails: an input that Sisyphus does not hash
+    # (it hashes a job's arguments), so the training's hash is the one it has without it.
+    train_job.add_input(checked.out_config)
     train_job.add_alias("task12ax/train")
     tk.register_output("task12ax/checkpoint", train_job.out_checkpoints[NUM_EPOCHS].index_path)
     tk.register_output("task12ax/learning_rates", train_job.out_learning_rates)

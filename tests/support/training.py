@@ -17,8 +17,9 @@ from tests.support.sisyphus_setup import REPO
 RETURNN_ROOT = str(REPO / ".deps" / "src" / "returnn")
 
 
-def task12ax_config(**config: Any) -> CheckedReturnnConfig:
-    """One linear layer and a softmax on Task12AX (its stage of epoch 1); ``config`` replaces or adds entries."""
+def task12ax_config(layer_class: str = "linear", **config: Any) -> CheckedReturnnConfig:
+    """One layer of ``layer_class`` and a softmax on Task12AX (its stage of epoch 1); ``config`` replaces or adds
+    entries."""
     entries = {
         "use_tensorflow": True,
         "behavior_version": 21,
@@ -27,7 +28,10 @@ def task12ax_config(**config: Any) -> CheckedReturnnConfig:
         "learning_rate": 0.01,
         **config,
     }
-    return CheckedReturnnConfig(entries, python_prolog=[staged()], black_formatting=False)
+    serializer = staged()
+    serializer.staged_networks[1]["ff0"]["class"] = layer_class
+    serializer.close()
+    return CheckedReturnnConfig(entries, python_prolog=[serializer], black_formatting=False)
 
 
 def training(config: CheckedReturnnConfig, **options: Any) -> ReturnnTrainingJob:
