@@ -3,6 +3,7 @@ one line that names the fix."""
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 
@@ -108,3 +109,74 @@ def test_the_check_command_fails_where_rnn_py_fails(tmp_path):
     write_config_file(task12ax_config(), config)
     check = subprocess.run([sys.executable, returnn_check.__file__, config], capture_output=True, text=True)
     assert check.returncode == 0 and check.stdout.splitlines()[-1].startswith("epoch 1: RETURNN constructed "), check
+
+
+TRANSFORMER = """
+from returnn_common import nn
+{apply}
+from i6_rc_jobs import ReturnnCommonSerializer, SerializationError
+
+nn.reset_default_root_name_ctx()
+time_dim, model_dim = nn.SpatialDim("time"), nn.FeatureDim("model", 16)
+data = nn.get_extern_data(nn.Data("data", dim_tags=[nn.batch_dim, time_dim, model_dim]))
+attention = nn.SelfAttention(model_dim, proj_dim=model_dim, key_dim_total=model_dim, value_dim_total=model_dim, num_heads=2)
+layer = nn.TransformerEncoderLayer(model_dim, self_attention=attention, ff_dim=nn.FeatureDim("ff", 32))
+encoder = nn.TransformerEncoder(layer, num_layers=1, norm=None)
+encoder(data, axis=time_dim).mark_as_default_output()
+try:
+    ReturnnCommonSerializer.from_returnn_common(encoder)
+    print("serialized")
+except SerializationError as e:
+    print(e)
+"""
+
+
+def _transformer_serialized(apply: str) -> str:
+    done = subprocess.run(
+        [sys.executable, "-c", TRANSFORMER.format(apply=apply)],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        env={**os.environ, "CUDA_VISIBLE_DEVICES": "", "TF_CPP_MIN_LOG_LEVEL": "3"},
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    return done.stdout.strip().splitlines()[-1]
+
+
+def test_a_model_built_with_an_nn_that_rc_compat_was_not_applied_to_is_refused_when_serialized():
+    """A Transformer builds without ``rc_compat.apply`` (a Conformer does not): serializing it says what is missing
+    and the call, before any job holds it."""
+    assert _transformer_serialized("") == (
+        "from_returnn_common: returnn_common.nn was not made to build with this RETURNN (nn.Loop and nn.Cond "
+        "(RETURNN's ControlFlowContext needs an identifier); nn.gating, the Conformer's GLU (RETURNN makes "
+        "2*model//2 a dim of its own)): call nn = rc_compat.apply(nn) (from i6_rc_jobs import rc_compat) before "
+        "building the model"
+    )
+    assert _transformer_serialized("from i6_rc_jobs import rc_compat; nn = rc_compat.apply(nn)") == "serialized"
+
+
+def test_a_config_without_behavior_version_is_refused_when_it_is_made():
+    """returnn_common's dicts need its behavior version; without it RETURNN failed inside 'dot', in the check."""
+    import pytest
+
+    from i6_rc_jobs import CheckedReturnnConfig, ReturnnCommonSerializer, SerializationError
+    from tests import rc_models
+
+    nn = rc_models.nn
+    nn.reset_default_root_name_ctx()
+    time_dim, in_dim = nn.SpatialDim("time"), nn.FeatureDim("input", 9)
+    data = nn.get_extern_data(nn.Data("data", dim_tags=[nn.batch_dim, time_dim, in_dim]))
+    model = nn.Linear(in_dim, nn.FeatureDim("out", 2))
+    model(data).mark_as_default_output()
+    serializer = ReturnnCommonSerializer.from_returnn_common(model)
+    needed = nn.min_returnn_behavior_version
+    with pytest.raises(SerializationError) as raised:
+        CheckedReturnnConfig({"use_tensorflow": True}, python_prolog=[serializer])
+    assert str(raised.value) == (
+        "returnn_config.config['behavior_version']: missing: returnn_common's net dicts need RETURNN's "
+        f'behavior_version {needed} or higher, without it RETURNN fails inside a layer: add "behavior_version": '
+        f"nn.min_returnn_behavior_version ({needed}) in the config"
+    )
+    with pytest.raises(SerializationError, match=rf"^returnn_config.post_config\['behavior_version'\]: 12 is lower"):
+        CheckedReturnnConfig({"use_tensorflow": True}, {"behavior_version": 12}, python_prolog=[serializer])
+    CheckedReturnnConfig({"use_tensorflow": True, "behavior_version": needed}, python_prolog=[serializer])
