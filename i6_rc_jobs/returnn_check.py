@@ -21,6 +21,7 @@ import contextlib
 import io
 import os
 import sys
+import tempfile
 import types
 from typing import TYPE_CHECKING, Any, Iterator, Optional, Sequence
 
@@ -320,12 +321,47 @@ def _maybe_quiet(quiet: bool) -> Iterator[None]:
         yield
 
 
+@contextlib.contextmanager
+def output_kept() -> Iterator[None]:
+    """What RETURNN, returnn_common and TensorFlow print in the block (RETURNN's DEPRECATION warnings, every layer it
+    builds, TF's C++ notes), kept in a temporary file instead of shown: Python's ``sys.stdout``/``sys.stderr`` and
+    the file descriptors 1 and 2 (where TF's C++ code writes, and handlers made before) go there. For the commands,
+    which answer in one line: the kept output is shown on stderr only if the block raises."""
+    for stream in (sys.stdout, sys.stderr):
+        stream.flush()
+    saved = os.dup(1), os.dup(2)
+    with tempfile.TemporaryFile("w+") as log:
+        failed = False
+        try:
+            os.dup2(log.fileno(), 1)
+            os.dup2(log.fileno(), 2)
+            with contextlib.redirect_stdout(log), contextlib.redirect_stderr(log):
+                yield
+        except BaseException:
+            failed = True
+            raise
+        finally:
+            log.flush()
+            for fd, original in zip((1, 2), saved):
+                os.dup2(original, fd)
+                os.close(original)
+            if failed:
+                log.seek(0)
+                kept = log.read().rstrip()
+                if kept:
+                    sys.stderr.write(f"--- what RETURNN printed ---\n{kept}\n--- end of what RETURNN printed ---\n")
+
+
 def main(argv: Optional[Sequence[str]] = None) -> int:
     """CLI: print the number of layers per epoch, or the error and exit code 1."""
     parser = argparse.ArgumentParser(description="Construct the TF networks of a RETURNN config, as RETURNN would.")
     parser.add_argument("config", help="RETURNN config file (Python format, first line #!rnn.py)")
     parser.add_argument("--epochs", type=int, nargs="+", default=[1], help="epochs to check (default: 1)")
-    parser.add_argument("--verbose", action="store_true", help="show what RETURNN prints while constructing")
+    parser.add_argument(
+        "--verbose",
+        action="store_true",
+        help="show what RETURNN prints while constructing (else only if the check fails)",
+    )
     args = parser.parse_args(argv)
     try:
         import returnn
@@ -337,12 +373,9 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         )
         return 2
     print(f"RETURNN {returnn.__version__} from {os.path.dirname(os.path.dirname(returnn.__file__))}")
-    if not args.verbose:
-        import logging
-
-        logging.getLogger("tensorflow").setLevel(logging.ERROR)  # TF deprecation notes on stderr
     try:
-        result = construct_networks(args.config, args.epochs, quiet=not args.verbose, as_rnn_py=True)
+        with contextlib.nullcontext() if args.verbose else output_kept():
+            result = construct_networks(args.config, args.epochs, as_rnn_py=True)
     except NetworkCheckError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 1

@@ -109,6 +109,7 @@ def test_the_check_command_fails_where_rnn_py_fails(tmp_path):
     write_config_file(task12ax_config(), config)
     check = subprocess.run([sys.executable, returnn_check.__file__, config], capture_output=True, text=True)
     assert check.returncode == 0 and check.stdout.splitlines()[-1].startswith("epoch 1: RETURNN constructed "), check
+    assert check.stderr == "" and len(check.stdout.splitlines()) == 2  # what RETURNN printed is kept back
 
 
 TRANSFORMER = """
