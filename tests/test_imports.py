@@ -495,11 +495,12 @@ def test_models_built_with_returnn_common_at_a_version_and_installed_serialize_a
     took one copy for the other and returnn_common named the attention layers dot, dot_0 instead of energy, att.)"""
     build = """
         import sys
-        from i6_rc_jobs import ReturnnCommonSerializer
+        from i6_rc_jobs import ReturnnCommonSerializer, rc_compat
         from i6_rc_jobs.imports import import_
         from sisyphus.hash import sis_hash_helper
 
         def build(nn):
+            nn = rc_compat.apply(nn)
             nn.reset_default_root_name_ctx()
             time, feat = nn.SpatialDim("time"), nn.FeatureDim("feat", 8)
             data = nn.get_extern_data(nn.Data("data", dim_tags=[nn.batch_dim, time, feat]))
