@@ -37,7 +37,8 @@ def config_code(returnn_config: ReturnnConfig) -> str:
     """The config file's text, as i6_core writes it, with each serializer rendered once and checked against the
     config (see :func:`check_config`). Works on a copy: i6_core merges post_config into config while writing and
     resolves delayed values in place, which would change the config's hash in the manager."""
-    rendered = check_config(returnn_config)
+    rendered: dict[int, str] = {}
+    check_config(returnn_config, rendered)
     to_write = copy.copy(returnn_config)
     to_write.config = copy.deepcopy(returnn_config.config)
     to_write.post_config = copy.deepcopy(returnn_config.post_config)
@@ -46,12 +47,13 @@ def config_code(returnn_config: ReturnnConfig) -> str:
     return ReturnnConfig._serialize(to_write)
 
 
-def check_config(returnn_config: ReturnnConfig) -> dict[int, str]:
+def check_config(returnn_config: ReturnnConfig, rendered: Optional[dict[int, str]] = None) -> None:
     """Every check of writing, run when a job is made too (CreateConfigJob, CheckedReturnnConfig), so that a mistake
     is said in the manager and not in a worker: the config's keys must not rebind what a serializer defines or
     calls (they are set after the prolog, so they win), its values may hold DimRefs only of dims a prolog serializer
     defines (a DimRef is written as its name) and no serializer (written as a string), and its behavior_version
-    must be one the serializers' dicts need. Returns each serializer's code, by its id."""
+    must be one the serializers' dicts need. ``rendered``, if given, gets each serializer's code, by its id (else
+    only the names are needed, which a closed serializer keeps)."""
     if returnn_config.staged_network_dict:
         raise SerializationError(
             "i6_core's staged_network_dict writes extra files next to the config: "
@@ -59,14 +61,18 @@ def check_config(returnn_config: ReturnnConfig) -> dict[int, str]:
         ).at("returnn_config.staged_network_dict")
     keys = set(returnn_config.config) | set(returnn_config.post_config)
     bound: dict[str, Optional[str]] = {}  # by the serializers before: name -> None (defined) or what it imports
-    rendered: dict[int, str] = {}
+    seen: set[int] = set()
     in_prolog = {id(serializer) for serializer in _serializers(returnn_config.python_prolog)}
     before_config: tuple[set[str], dict[str, DimRef]] = (set(), {})  # names and dims bound when the config's run
     needed: list[int] = []  # behavior versions the serializers need
     for serializer in serializers_in(returnn_config):
-        if id(serializer) in rendered:
+        if id(serializer) in seen:
             continue
-        code, names, dims = serializer.code_and_names()
+        seen.add(id(serializer))
+        if rendered is None:
+            names, dims = serializer.names_and_dims()
+        else:
+            rendered[id(serializer)], names, dims = serializer.code_and_names()
         for taken, what in (
             (names, "are also defined by {} (as dims, imports or its dicts)"),
             (BUILTINS_CALLED, "would replace the builtins the code of {} calls"),
@@ -88,12 +94,10 @@ def check_config(returnn_config: ReturnnConfig) -> dict[int, str]:
             before_config[1].update(dims)
         if serializer.min_behavior_version is not None:
             needed.append(serializer.min_behavior_version)
-        rendered[id(serializer)] = code
     for part in ("config", "post_config"):
         _check_values(getattr(returnn_config, part), f"returnn_config.{part}", *before_config)
     if needed:
         _check_behavior_version(returnn_config, max(needed))
-    return rendered
 
 
 def _check_behavior_version(returnn_config: ReturnnConfig, needed: int) -> None:

@@ -277,9 +277,6 @@ class SerializedNet(DelayedBase):
         ``network`` or ``get_network``) map to None, the names it imports to what they are (``module.name``). What
         must not clash with the keys of the config around it, nor with another serializer's names. Third, the dims
         it names, by name: what a DimRef in the config's values, written as its name, refers to."""
-        return self._once(("code_and_names",), self._code_and_names)
-
-    def _code_and_names(self) -> tuple[str, dict[str, Optional[str]], dict[str, DimRef]]:
         writer, dims, parts = self._render()
         names: dict[str, Optional[str]] = dict(writer.imports())
         names.update((name, None) for name, ref in writer.dims.items() if ref.global_name is None)
@@ -287,6 +284,11 @@ class SerializedNet(DelayedBase):
         if self._data["staged_networks"] is not None:
             names["get_network"] = None
         return self._code(writer, dims, parts), names, dict(writer.dims)
+
+    def names_and_dims(self) -> tuple[dict[str, Optional[str]], dict[str, DimRef]]:
+        """The names and dims of :meth:`code_and_names`, without the code, remembered while closed: what the checks
+        of a config made in the manager need, once for all the jobs that share the serializer."""
+        return self._once(("names_and_dims",), lambda: self.code_and_names()[1:])
 
     def _render(self) -> tuple[CodeWriter, list[str], list[str]]:
         """Writes the dicts, then the lines of the dims they name: (writer, dim lines, dict code parts)."""
