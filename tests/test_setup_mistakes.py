@@ -40,6 +40,11 @@ def test_a_training_left_at_i6_cores_device_gpu_on_a_machine_without_one_fails_i
     (train,) = job_dirs(setup, "ReturnnTrainingJob")
     assert not list(train.glob("log.run.*"))
 
+    from tests.support.training import task12ax_config, training
+
+    # What the line says of the fix: the job with device="cpu" is this one (its directory is reused).
+    assert (setup / "work" / training(task12ax_config(), device="cpu")._sis_id()) == train
+
 
 def test_a_failing_check_stops_the_training_that_waits_for_it_and_fails_where_rnn_py_would(tmp_path):
     """A training given the check's config file as an input (``train.add_input(check.out_config)``) waits for the

@@ -48,9 +48,8 @@ class _Finder(importlib.abc.MetaPathFinder):
     def find_spec(self, fullname: str, path=None, target=None) -> Optional[importlib.machinery.ModuleSpec]:
         if not fullname.startswith(ROOT_PACKAGE + "."):
             return None
-        parts = fullname.removeprefix(ROOT_PACKAGE + ".").split(
-            "."
-        )  # host, owner, name, version, then inside the version
+        # host, owner, name, version, then inside the version
+        parts = fullname.removeprefix(ROOT_PACKAGE + ".").split(".")
         if len(parts) > 4:  # inside a version: Python's finder, but for files named as file_module_name says
             return _file_spec(fullname, parts[-1], path or [])
         if len(parts) < 4:
