@@ -7,7 +7,7 @@ are equal while RETURNN finds a difference is a counterexample. Run from the rep
 Properties: for ``hash_scheme="graph"``, equal graph hashes => RETURNN finds the two nets the same; for the dict scheme,
 equal hashes => the written configs load as the same dicts and dims, and RETURNN finds them the same. "The same" is
 ``i6_rc_jobs.semantics`` (TF variables and shapes, initializers, output and output dims on a fixed input, losses, with
-``train_flag=False``) plus what that judge cannot see for training (:func:`train_fingerprint`): which variables are
+``train_flag=False``) plus what that judge cannot see for training (:func:`fingerprints`): which variables are
 trainable, the train-mode output and losses (dropout and other random ops with fixed seeds), the objective (loss
 scales and options, L2) and its gradient with respect to every trainable variable.
 
@@ -185,7 +185,11 @@ def g_linear(g: NetGen) -> Optional[str]:
         and g.infos[_first(d["from"])].feature is in_dim
     ]
     if others and r.random() < 0.4:
-        desc["reuse_params"] = r.choice(others)
+        shared = r.choice(others)
+        if r.random() < 0.3:
+            desc["reuse_params"] = {"map": {"W": {"reuse_layer": shared}, "b": {"reuse_layer": shared}}}
+        else:
+            desc["reuse_params"] = shared
     return g.add("lin", desc, Info((g.infos[src].dims[0], out)))
 
 
@@ -230,11 +234,17 @@ def g_eval(g: NetGen) -> Optional[str]:
         b = g.pick(lambda i: i == g.infos[a], False)
         code = r.choice(("source(0) + source(1)", "source(0) * source(1)", "tf.maximum(source(0), source(1))"))
         return g.add("ev", {"class": "eval", "from": [a, b], "eval": code}, g.infos[a])
-    if r.random() < 0.15:  # code that names a layer: RETURNN reads the name
-        other = g.pick(lambda i: i == g.infos[a], False)
-        code = f"source(0) + self.network.get_layer({other!r}).output.placeholder"
-        return g.add("ev", {"class": "eval", "from": [a, other], "eval": code}, g.infos[a])
     return g.add("ev", {"class": "eval", "from": a, "eval": r.choice(EVAL_CODES)}, g.infos[a])
+
+
+def g_eval_named(g: NetGen) -> Optional[str]:
+    """Eval code that names a layer (RETURNN reads the name; the layer is built first, as a source)."""
+    a = g.pick(lambda i: i.dtype == "float32" and i.batch)
+    if a is None:
+        return None
+    other = g.pick(lambda i: i == g.infos[a], False)
+    code = f"source(0) + self.network.get_layer({other!r}).output.placeholder"
+    return g.add("ev", {"class": "eval", "from": [a, other], "eval": code}, g.infos[a])
 
 
 def g_copy(g: NetGen) -> Optional[str]:
@@ -263,7 +273,9 @@ def g_constant(g: NetGen) -> Optional[str]:
     if user is None:
         return name
     kind = r.choice(COMBINE_KINDS)
-    return g.add("comb", {"class": "combine", "kind": kind, "from": r.choice(([user, name], [name, user]))}, g.infos[user])
+    return g.add(
+        "comb", {"class": "combine", "kind": kind, "from": r.choice(([user, name], [name, user]))}, g.infos[user]
+    )
 
 
 def g_random(g: NetGen) -> Optional[str]:
@@ -272,7 +284,8 @@ def g_random(g: NetGen) -> Optional[str]:
     if user is None:
         return None
     feat = g.infos[user].feature
-    desc: dict[str, Any] = {"class": "random", "distribution": r.choice(("uniform", "normal"))}
+    # An explicit seed: without one, RETURNN draws it in the order it constructs layers, which no hash models.
+    desc: dict[str, Any] = {"class": "random", "distribution": r.choice(("uniform", "normal")), "seed": r.randrange(99)}
     if desc["distribution"] == "uniform":
         desc.update(minval=0.0, maxval=r.choice((0.5, 1.0)))
     else:
@@ -309,7 +322,9 @@ def g_reduce(g: NetGen) -> Optional[str]:
     info = g.infos[src]
     axis = g.rng.choice(info.dims)
     dims = tuple(d for d in info.dims if d is not axis)
-    return g.add("red", {"class": "reduce", "mode": g.rng.choice(("mean", "sum", "max")), "axis": axis, "from": src}, Info(dims))
+    spelled = g.rng.choice((axis, axis, {TIME: "T", info.feature: "F"}[axis], f"stag:{axis.description}"))
+    desc = {"class": "reduce", "mode": g.rng.choice(("mean", "sum", "max")), "axis": spelled, "from": src}
+    return g.add("red", desc, Info(dims))
 
 
 def g_softmax(g: NetGen) -> Optional[str]:
@@ -361,7 +376,7 @@ def g_loop(g: NetGen) -> Optional[str]:
         return None
     r = g.rng
     feat = g.infos[src].feature
-    template = r.randrange(4)
+    template = r.randrange(7)
     acc, lin = g.name("acc"), g.name("lin")
     if template == 0:
         unit = {
@@ -383,6 +398,34 @@ def g_loop(g: NetGen) -> Optional[str]:
         }
         if r.random() < 0.5:
             unit[acc]["initial_output"] = r.choice((0.0, 1.0, "zeros"))
+    elif template == 4:  # prev: of a copy, which has its own initial output
+        out = feat
+        alias = g.name("alias")
+        unit = {
+            acc: {"class": "combine", "kind": "add", "from": ["data:source", f"prev:{alias}"], "initial_output": 1.0},
+            alias: {"class": "copy", "from": acc},
+            "output": {"class": "combine", "kind": "add", "from": [f"prev:{acc}", f"prev:{alias}"]},
+        }
+    elif template == 5:  # a subnetwork in the body reading the previous frame
+        out = feat
+        sub = g.name("sub")
+        unit = {
+            acc: {"class": "combine", "kind": "add", "from": ["data:source", f"prev:{sub}"]},
+            sub: {
+                "class": "subnetwork",
+                "from": f"prev:{acc}",
+                "subnetwork": {"output": {"class": "eval", "from": "data", "eval": "source(0) * 0.5"}},
+            },
+            "output": {"class": "copy", "from": acc},
+        }
+    elif template == 6:  # a cell with its state, one frame at a time
+        out = g.feature()
+        unit = {
+            lin: {"class": "rnn_cell", "unit": "standardlstm", "from": "data:source", "out_dim": out},
+            "output": {"class": "copy", "from": lin},
+        }
+        if r.random() < 0.6:
+            unit[lin]["initial_state"] = r.choice((0, 0.0, "zeros", 1, "ones", "var"))
     else:
         out = feat
         var = g.add("var", {"class": "variable", "shape": [feat], "init": 0.5}, Info((feat,), batch=False))
@@ -413,7 +456,7 @@ def g_rnn(g: NetGen) -> Optional[str]:
     if r.random() < 0.3:
         desc["name_scope"] = r.choice(("", "rnn_scope"))
     if desc["unit"] == "standardlstm" and r.random() < 0.3:
-        desc["initial_state"] = r.choice((0, 0.0, "zeros", 1.0, "ones"))
+        desc["initial_state"] = r.choice((0, 0.0, "zeros", 1.0, "ones", "var"))
     return g.add("rnn", desc, Info((TIME, out)))
 
 
@@ -488,6 +531,7 @@ def g_pool(g: NetGen) -> Optional[str]:
             "distribution": "uniform",
             "minval": 0.0,
             "maxval": 1.0,
+            "seed": g.rng.randrange(99),
             "shape_deps": [pooled],
         }
         rnd = g.add("rnd", noise, Info((new, feat)))
@@ -500,8 +544,11 @@ def g_window(g: NetGen) -> Optional[str]:
     if src is None:
         return None
     info = g.infos[src]
-    win = g.add("win", {"class": "window", "from": src, "window_size": 3, "window_dim": WINDOW, "axis": TIME},
-                Info((TIME, WINDOW, info.feature)))
+    win = g.add(
+        "win",
+        {"class": "window", "from": src, "window_size": 3, "window_dim": WINDOW, "axis": TIME},
+        Info((TIME, WINDOW, info.feature)),
+    )
     return g.add("red", {"class": "reduce", "mode": g.rng.choice(("max", "mean")), "axis": WINDOW, "from": win}, info)
 
 
@@ -509,7 +556,8 @@ def g_cumsum(g: NetGen) -> Optional[str]:
     src = g.pick(frames)
     if src is None:
         return None
-    return g.add("cs", {"class": "cumsum", "from": src, "axis": TIME}, g.infos[src])
+    axis = g.rng.choice((TIME, "T", "stag:time"))
+    return g.add("cs", {"class": "cumsum", "from": src, "axis": axis}, g.infos[src])
 
 
 def g_concat(g: NetGen) -> Optional[str]:
@@ -537,7 +585,14 @@ def g_slice(g: NetGen) -> Optional[str]:
         return None
     n = g.rng.choice(sizes)
     start = g.rng.randint(0, feat.dimension - n)
-    desc = {"class": "slice", "from": src, "axis": feat, "slice_start": start, "slice_end": start + n, "out_dim": FEATURES[n]}
+    desc = {
+        "class": "slice",
+        "from": src,
+        "axis": feat,
+        "slice_start": start,
+        "slice_end": start + n,
+        "out_dim": FEATURES[n],
+    }
     return g.add("sl", desc, Info((TIME, FEATURES[n])))
 
 
@@ -545,8 +600,11 @@ def g_split(g: NetGen) -> Optional[str]:
     src = g.pick(lambda i: frames(i) and i.feature is FEATURES[8])
     if src is None:
         return None
-    split = g.add("split", {"class": "split", "from": src, "axis": FEATURES[8], "out_dims": [FEATURES[4], TWINS[4]]},
-                  Info((TIME, FEATURES[8])))
+    split = g.add(
+        "split",
+        {"class": "split", "from": src, "axis": FEATURES[8], "out_dims": [FEATURES[4], TWINS[4]]},
+        Info((TIME, FEATURES[8])),
+    )
     part = g.rng.choice((0, 1))
     dim = (FEATURES[4], TWINS[4])[part]
     del g.infos[split]  # only its sub-layers are read
@@ -557,12 +615,17 @@ def g_split_merge(g: NetGen) -> Optional[str]:
     src = g.pick(lambda i: frames(i) and i.feature is FEATURES[8])
     if src is None:
         return None
-    split = g.add("sd", {"class": "split_dims", "from": src, "axis": FEATURES[8], "dims": [FEATURES[2], FEATURES[4]]},
-                  Info((TIME, FEATURES[2], FEATURES[4])))
+    split = g.add(
+        "sd",
+        {"class": "split_dims", "from": src, "axis": FEATURES[8], "dims": [FEATURES[2], FEATURES[4]]},
+        Info((TIME, FEATURES[2], FEATURES[4])),
+    )
     axes = [FEATURES[2], FEATURES[4]]
     if g.rng.random() < 0.3:
         axes.reverse()
-    return g.add("md", {"class": "merge_dims", "from": split, "axes": axes, "out_dim": FEATURES[8]}, Info((TIME, FEATURES[8])))
+    return g.add(
+        "md", {"class": "merge_dims", "from": split, "axes": axes, "out_dim": FEATURES[8]}, Info((TIME, FEATURES[8]))
+    )
 
 
 def g_length(g: NetGen) -> Optional[str]:
@@ -578,7 +641,9 @@ def g_range_in_axis(g: NetGen) -> Optional[str]:
     src = g.pick(frames)
     if src is None:
         return None
-    rng_layer = g.add("rng", {"class": "range_in_axis", "from": src, "axis": TIME}, Info((TIME,), batch=False, dtype="int32"))
+    rng_layer = g.add(
+        "rng", {"class": "range_in_axis", "from": src, "axis": TIME}, Info((TIME,), batch=False, dtype="int32")
+    )
     cast = g.add("cast", {"class": "cast", "from": rng_layer, "dtype": "float32"}, Info((TIME,), batch=False))
     return g.add("comb", {"class": "combine", "kind": "add", "from": [src, cast]}, g.infos[src])
 
@@ -589,8 +654,11 @@ def g_switch(g: NetGen) -> Optional[str]:
         return None
     b = g.pick(lambda i: i == g.infos[a], False)
     zero = g.add("const", {"class": "constant", "value": 0.0}, Info((), batch=False))
-    cmp = g.add("cmp", {"class": "compare", "from": [a, zero], "kind": g.rng.choice(("greater", "less"))},
-                Info(g.infos[a].dims, dtype="bool"))
+    cmp = g.add(
+        "cmp",
+        {"class": "compare", "from": [a, zero], "kind": g.rng.choice(("greater", "less"))},
+        Info(g.infos[a].dims, dtype="bool"),
+    )
     return g.add("sw", {"class": "switch", "condition": cmp, "true_from": a, "false_from": b}, g.infos[a])
 
 
@@ -601,21 +669,34 @@ def g_dot(g: NetGen) -> Optional[str]:
     feat, out = g.infos[src].feature, g.feature()
     if out is feat:
         return None
-    weight = g.add("w", {"class": "variable", "shape": [feat, out], "init": "glorot_uniform"}, Info((feat, out), batch=False))
+    weight = g.add(
+        "w", {"class": "variable", "shape": [feat, out], "init": "glorot_uniform"}, Info((feat, out), batch=False)
+    )
     return g.add("dot", {"class": "dot", "from": [src, weight], "reduce": feat}, Info((TIME, out)))
 
 
 def g_gather(g: NetGen) -> Optional[str]:
     out = g.feature()
-    emb = g.add("emb", {"class": "variable", "shape": [CLASSES, out], "init": "glorot_uniform"}, Info((CLASSES, out), batch=False))
-    return g.add("gat", {"class": "gather", "from": emb, "position": "data:classes", "axis": CLASSES}, Info((TIME, out)))
+    emb = g.add(
+        "emb",
+        {"class": "variable", "shape": [CLASSES, out], "init": "glorot_uniform"},
+        Info((CLASSES, out), batch=False),
+    )
+    return g.add(
+        "gat", {"class": "gather", "from": emb, "position": "data:classes", "axis": CLASSES}, Info((TIME, out))
+    )
 
 
 def g_sparse_ce(g: NetGen) -> Optional[str]:
     src = g.pick(lambda i: frames(i) and i.feature is CLASSES)
     if src is None:
         return None
-    desc = {"class": "sparse_softmax_cross_entropy_with_logits", "logits": src, "targets": "data:classes", "axis": CLASSES}
+    desc = {
+        "class": "sparse_softmax_cross_entropy_with_logits",
+        "logits": src,
+        "targets": "data:classes",
+        "axis": CLASSES,
+    }
     return g.add("xent", desc, Info((TIME,)))
 
 
@@ -639,7 +720,14 @@ def g_pad(g: NetGen) -> Optional[str]:
         return None
     feat = g.infos[src].feature
     out = FEATURES[feat.dimension + 2]
-    desc = {"class": "pad", "from": src, "axes": feat, "padding": (1, 1), "out_dims": out, "value": g.rng.choice((0.0, 1.0))}
+    desc = {
+        "class": "pad",
+        "from": src,
+        "axes": feat,
+        "padding": (1, 1),
+        "out_dims": out,
+        "value": g.rng.choice((0.0, 1.0)),
+    }
     return g.add("pad", desc, Info((TIME, out)))
 
 
@@ -670,6 +758,7 @@ GENERATORS: dict[str, Callable[[NetGen], Optional[str]]] = {
         g_activation,
         g_combine,
         g_eval,
+        g_eval_named,
         g_copy,
         g_dropout,
         g_constant,
@@ -706,18 +795,21 @@ GENERATORS: dict[str, Callable[[NetGen], Optional[str]]] = {
 
 
 def generate(rng: random.Random) -> Net:
-    """A random net dict: 3 to 9 generated layers over data and classes, an output and maybe losses."""
+    """A random net dict: 2 to 7 generated layers (or groups of layers) over data and classes, an output and maybe losses."""
     g = NetGen(rng, [0], list(SPATIAL))
     g.infos["data"] = Info((TIME, IN))
-    for _ in range(rng.randint(3, 9)):
+    for _ in range(rng.randint(2, 7)):
         rng.choice(list(GENERATORS.values()))(g)
+    for special, p in ((g_loop, 0.3), (g_mse_loss, 0.25), (g_eval_named, 0.2), (g_eval, 0.3)):
+        if rng.random() < p:  # constructs some rules and edits need, more often
+            special(g)
     if rng.random() < 0.3:
         g_softmax(g)
     final = g.pick(lambda i: i.batch and i.dtype == "float32" and i.dims)
     g.net["output"] = {"class": "copy", "from": final or "data"}
     if rng.random() < 0.15:
         extra = g.pick(lambda i: i.batch and i.dtype == "float32")
-        if extra is not None and extra != final:
+        if extra is not None and extra not in (final, "data"):
             g.net[extra]["is_output_layer"] = True
     return g.net
 
@@ -793,15 +885,8 @@ def rename(net: Net, old: str, new: str, in_code: bool = True) -> None:
 
 
 def references_to(net: Net, name: str) -> int:
-    count = 0
-
-    def fn(text: str) -> str:
-        nonlocal count
-        count += bool(re.search(rf"(?<![\w]){re.escape(name)}(?![\w])", text))
-        return text
-
-    _replace_strings(copy.deepcopy(net), fn)
-    return count
+    pattern = re.compile(rf"(?<![\w]){re.escape(name)}(?![\w])")
+    return sum(bool(pattern.search(text)) for text in _all_strings(net))
 
 
 def _fresh(net: Net, stem: str) -> str:
@@ -849,7 +934,11 @@ def rw_scope(net: Net, rng: random.Random) -> bool:
     wrapper = _fresh(net, "scope")
     inner = copy.deepcopy(w.desc)
     sources = inner.pop("from", None)
-    desc = {"class": "subnetwork", "subnetwork": {w.name: inner, "output": {"class": "copy", "from": w.name}}, "name_scope": ""}
+    desc = {
+        "class": "subnetwork",
+        "subnetwork": {w.name: inner, "output": {"class": "copy", "from": w.name}},
+        "name_scope": "",
+    }
     if sources is not None:
         if type(sources) is not str:
             return False
@@ -880,7 +969,11 @@ def rw_wrap_subnetwork(net: Net, rng: random.Random) -> bool:
     inner = copy.deepcopy(w.desc)
     source = inner["from"]
     inner["from"] = "data"
-    w.container[w.name] = {"class": "subnetwork", "from": source, "subnetwork": {"inner": inner, "output": {"class": "copy", "from": "inner"}}}
+    w.container[w.name] = {
+        "class": "subnetwork",
+        "from": source,
+        "subnetwork": {"inner": inner, "output": {"class": "copy", "from": "inner"}},
+    }
     return True
 
 
@@ -907,7 +1000,9 @@ def rw_from_list(net: Net, rng: random.Random) -> bool:
     source = _first(w.desc["from"]) if w.desc["from"] else None
     if source is None or type(source) is not str:
         return False
-    w.desc["from"] = rng.choice([v for v in (source, [source], (source,)) if v != w.desc["from"] or type(v) is not type(w.desc["from"])])
+    w.desc["from"] = rng.choice(
+        [v for v in (source, [source], (source,)) if v != w.desc["from"] or type(v) is not type(w.desc["from"])]
+    )
     return True
 
 
@@ -1066,7 +1161,9 @@ def rw_dim_description(net: Net, rng: random.Random) -> bool:
 
 def _contains_dim(net: Net, dim: Dim) -> bool:
     found = [False]
-    _map_dims(copy.deepcopy(net, {id(d): d for d in _all_dims()}), lambda d: found.__setitem__(0, found[0] or d is dim) or d)
+    _map_dims(
+        copy.deepcopy(net, {id(d): d for d in _all_dims()}), lambda d: found.__setitem__(0, found[0] or d is dim) or d
+    )
     return found[0]
 
 
@@ -1090,8 +1187,8 @@ OPTION_EDITS: dict[str, tuple] = {
     "loss_scale": (0.5, 2.0),
     "with_bias": (True, False),
     "trainable": (True, False),
-    "value": (0.5, 1.0, 2.0, 0.0),
-    "initial_state": ("zeros", "ones", 0.5),
+    "value": (0.5, 1.0, 2.0, 0.0, 10**40),
+    "initial_state": ("zeros", "ones", 0.5, "var"),
     "initial_output": (0.0, 1.0, 2.0),
     "momentum": (0.1, 0.01),
     "name_scope": ("", "other_scope", "/top"),
@@ -1130,7 +1227,11 @@ def ed_input(net: Net, rng: random.Random) -> bool:
 
 def ed_option(net: Net, rng: random.Random) -> bool:
     cands = [(w, key) for w in layers_of(net) for key in w.desc if key in OPTION_EDITS]
-    cands += [(w, "label_smoothing") for w in layers_of(net) if type(w.desc.get("loss_opts")) is dict and "label_smoothing" in w.desc["loss_opts"]]
+    cands += [
+        (w, "label_smoothing")
+        for w in layers_of(net)
+        if type(w.desc.get("loss_opts")) is dict and "label_smoothing" in w.desc["loss_opts"]
+    ]
     if not cands:
         return False
     w, key = rng.choice(cands)
@@ -1142,7 +1243,9 @@ def ed_option(net: Net, rng: random.Random) -> bool:
 
 def ed_add_option(net: Net, rng: random.Random) -> bool:
     w = rng.choice(list(layers_of(net)))
-    key, value = rng.choice((("dropout", 0.1), ("L2", 0.01), ("trainable", False), ("loss_scale", 0.5), ("is_output_layer", True)))
+    key, value = rng.choice(
+        (("dropout", 0.1), ("L2", 0.01), ("trainable", False), ("loss_scale", 0.5), ("is_output_layer", True))
+    )
     if key in w.desc:
         return False
     w.desc[key] = value
@@ -1197,6 +1300,9 @@ def ed_name(net: Net, rng: random.Random) -> bool:
             w.container["output"], w.container[new] = w.container[new], w.container["output"]
             w.container["output"]["from"] = new  # the copy is now under the new name
         return True
+    if w.kind == "root" and rng.random() < 0.2 and w.name != "output":
+        # a layer named data: RETURNN finds it before extern data, for every reference; or a special value's name
+        new = rng.choice(("data", "data", "zeros", "ones", "var", "none"))
     rename(net, w.name, new, in_code=rng.random() < 0.5)
     return True
 
@@ -1222,7 +1328,29 @@ def ed_target(net: Net, rng: random.Random) -> bool:
     return True
 
 
+def ed_swap_names(net: Net, rng: random.Random) -> bool:
+    """Two layers swap names in the references, not in code strings (which then name the other layer)."""
+    cands = [w for w in layers_of(net) if _renamable(w)]
+    coded = [w for w in cands if any(w.name in t and (" " in t or "(" in t) for t in _all_strings(net))]
+    if not coded or len(cands) < 2:
+        return False
+    one = rng.choice(coded)
+    other = rng.choice([w for w in cands if w.name != one.name and w.container is one.container])
+    temp = _fresh(net, "swap")
+    rename(net, one.name, temp, in_code=False)
+    rename(net, other.name, one.name, in_code=False)
+    rename(net, temp, other.name, in_code=False)
+    return True
+
+
+def _all_strings(value: Any) -> list[str]:
+    found: list[str] = []
+    _replace_strings(copy.deepcopy(value, {id(d): d for d in _all_dims()}), lambda t: found.append(t) or t)
+    return found
+
+
 EDITS: dict[str, Callable[[Net, random.Random], bool]] = {
+    "edit-swap-names": ed_swap_names,
     "edit-input": ed_input,
     "edit-option": ed_option,
     "edit-add-option": ed_add_option,
@@ -1247,12 +1375,16 @@ def serializer(net: Any, scheme: str, staged: bool):
 
 def hashes(net: Any, staged: bool) -> dict[str, Any]:
     """scheme -> its hash (bytes), or the error text of a net the serializer refuses."""
+    from i6_rc_jobs.serialization.errors import SerializationError
+
     result = {}
     for scheme in ("dict", "graph"):
         try:
             result[scheme] = serializer(net, scheme, staged)._sis_hash()
-        except Exception as exc:  # refused: the pair is discarded
-            result[scheme] = f"error: {type(exc).__name__}: {exc}"
+        except SerializationError as exc:  # refused with its path: the pair is discarded
+            result[scheme] = f"error: {exc}"
+        except Exception as exc:  # a crash: bad input must give a SerializationError with the path
+            result[scheme] = f"crash: {type(exc).__name__}: {exc}"
     return result
 
 
@@ -1280,9 +1412,7 @@ class Judge:
         self.cache: dict[str, Built] = {}
         self.builds = 0
 
-    def build(self, code: str, net: Any, staged: bool, train: bool = False) -> Built:
-        from i6_rc_jobs.semantics import fingerprint
-
+    def build(self, code: str, net: Any, staged: bool) -> Built:
         built = self.cache.get(code)
         if built is None:
             built = self.cache[code] = Built()
@@ -1291,39 +1421,29 @@ class Judge:
                 for epoch, stage in stage_codes(code, net, staged).items():
                     self.builds += 1
                     with _quiet():
-                        built.eval[epoch] = fingerprint(stage)
+                        built.eval[epoch], built.train[epoch] = fingerprints(stage)
             except Exception as exc:
                 built.error = f"{type(exc).__name__}: {str(exc)[:300]}"
-        if train and built.error is None and not built.train:
-            try:
-                for epoch, stage in stage_codes(code, net, staged).items():
-                    self.builds += 1
-                    with _quiet():
-                        built.train[epoch] = train_fingerprint(stage)
-            except Exception as exc:
-                built.train = {"error": f"{type(exc).__name__}: {str(exc)[:300]}"}
         return built
 
-    def differences(self, a: Built, b: Built, code_a: str, code_b: str, net_a, net_b, staged: bool, loaded: bool) -> list[str]:
+    def differences(self, a: Built, b: Built, staged: bool, loaded: bool) -> list[str]:
         """What RETURNN finds different ([] for the same); with ``loaded``, also whether the configs load as the same
         dicts and dims."""
         lines = []
         if loaded and a.loaded != b.loaded:
-            lines.append("the written configs load as other dicts or dims: " + _first_form_difference(a.loaded, b.loaded))
+            lines.append(
+                "the written configs load as other dicts or dims: " + _first_form_difference(a.loaded, b.loaded)
+            )
         if a.eval.keys() != b.eval.keys():
             return lines + [f"stages {sorted(a.eval)} != {sorted(b.eval)}"]
         for epoch in a.eval:
             lines += [f"{_stage(epoch, staged)}{line}" for line in a.eval[epoch].differences(b.eval[epoch])]
         if lines:
             return lines
-        a = self.build(code_a, net_a, staged, train=True)
-        b = self.build(code_b, net_b, staged, train=True)
-        if "error" in a.train or "error" in b.train:
-            if a.train.get("error") != b.train.get("error"):
-                return [f"training build: {a.train.get('error')} != {b.train.get('error')}"]
-            return []
         for epoch in a.train:
-            lines += [f"{_stage(epoch, staged)}training: {line}" for line in train_differences(a.train[epoch], b.train[epoch])]
+            lines += [
+                f"{_stage(epoch, staged)}training: {line}" for line in train_differences(a.train[epoch], b.train[epoch])
+            ]
         return lines
 
 
@@ -1343,7 +1463,11 @@ def loaded_form(code: str, net: Any, staged: bool) -> Any:
     from i6_rc_jobs.semantics import load_config
 
     config = load_config(code)
-    nets = {0: config.typed_value("network")} if not staged else {e: config.typed_value("get_network")(epoch=e) for e in sorted(net)}
+    nets = (
+        {0: config.typed_value("network")}
+        if not staged
+        else {e: config.typed_value("get_network")(epoch=e) for e in sorted(net)}
+    )
     numbers: dict[int, int] = {}
 
     def dim_form(d: Dim) -> Any:
@@ -1393,10 +1517,11 @@ class TrainFingerprint:
     gradients: dict[str, Any]
 
 
-def train_fingerprint(config_code: str, *, seed: int = 1) -> TrainFingerprint:
-    """What the eval judge cannot see: the network built with ``train_flag=True`` (as RETURNN trains it), its
-    variables set as the eval judge sets them, every random op's seed fixed (so dropout masks are equal wherever the
-    shapes are), then the trainable variables, the train-mode output, losses, objective and its gradients."""
+def fingerprints(config_code: str, *, seed: int = 1) -> tuple[Any, TrainFingerprint]:
+    """The network built once with RETURNN's dynamic train flag (as its engine trains), its variables set as
+    ``i6_rc_jobs.semantics`` sets them: the eval fingerprint (train flag False) and what that judge cannot see (train
+    flag True, every random op's seed fixed so that dropout masks are equal wherever the shapes are): the trainable
+    variables, the train-mode output, losses, objective and its gradient with respect to each trainable variable."""
     import numpy
     import tensorflow as tf
     from tensorflow.core.framework import attr_value_pb2
@@ -1405,9 +1530,7 @@ def train_fingerprint(config_code: str, *, seed: int = 1) -> TrainFingerprint:
     from i6_rc_jobs.returnn_check import network_in_new_graph
 
     config = semantics.load_config(config_code)
-    with network_in_new_graph(config, config.typed_value("network"), train_flag=True) as network:
-        graph = tf.compat.v1.get_default_graph()
-        variables = {semantics._variable_name(var): var for var in tf.compat.v1.global_variables()}
+    with network_in_new_graph(config, config.typed_value("network"), train_flag="dynamic") as network:
         trainable = {semantics._variable_name(var): var for var in network.get_trainable_params()}
         output = semantics._canonical_axes(network.get_default_output_layer().output.copy_as_batch_major())
         masks = [output.get_sequence_mask_broadcast(axis=i) for i in semantics._dynamic_axes(output)]
@@ -1416,28 +1539,34 @@ def train_fingerprint(config_code: str, *, seed: int = 1) -> TrainFingerprint:
             for name, holder in network.get_losses_initialized()[0].items()
             if (value := holder.get_loss_value_for_objective()) is not None
         }
-        objective = network.get_objective()
-        objective = tf.convert_to_tensor(objective, tf.float32)
+        objective = tf.convert_to_tensor(network.get_objective(), tf.float32)
         names = sorted(trainable)
         grads = tf.gradients(objective, [trainable[n] for n in names]) if names else []
-        grads = {n: g for n, g in zip(names, grads) if g is not None}
-        grads = {n: tf.convert_to_tensor(g) for n, g in grads.items()}
-        for op in graph.get_operations():
+        grads = {n: tf.convert_to_tensor(g) for n, g in zip(names, grads) if g is not None}
+        for op in tf.compat.v1.get_default_graph().get_operations():
             for attr in ("seed", "seed2"):
                 if attr in op.node_def.attr:
                     op._set_attr(attr, attr_value_pb2.AttrValue(i=7))
+        eval_fingerprint = semantics.network_fingerprint(network, seed=seed, feed={network.train_flag: False})
+        variables = {semantics._variable_name(var): var for var in tf.compat.v1.global_variables()}
+        constant = [name for name, var in variables.items() if semantics._init_text(var.initial_value)[1]]
         with tf.compat.v1.Session() as session:
-            for name, var in variables.items():
-                text, constant = semantics._init_text(var.initial_value)
-                base = session.run(var.initial_value) if constant else None
-                session.run(var.initializer, {var.initializer.inputs[1]: semantics._param_value(name, var, base, seed)})
+            bases = session.run({name: variables[name].initial_value for name in constant})
+            session.run(
+                [var.initializer for var in variables.values()],
+                {
+                    var.initializer.inputs[1]: semantics._param_value(name, var, bases.get(name), seed)
+                    for name, var in variables.items()
+                },
+            )
             value, mask_values, loss_values, objective_value, grad_values = session.run(
                 (output.placeholder, masks, losses, objective, grads),
-                feed_dict=semantics._extern_data_feed(network.extern_data, seed),
+                feed_dict={**semantics._extern_data_feed(network.extern_data, seed), network.train_flag: True},
             )
     for mask in mask_values:
         value = numpy.where(mask, value, numpy.zeros((), value.dtype))
-    return TrainFingerprint(tuple(names), value, {k: float(v) for k, v in loss_values.items()}, float(objective_value), grad_values)
+    losses = {k: float(v) for k, v in loss_values.items()}
+    return eval_fingerprint, TrainFingerprint(tuple(names), value, losses, float(objective_value), grad_values)
 
 
 def train_differences(a: TrainFingerprint, b: TrainFingerprint) -> list[str]:
@@ -1457,7 +1586,11 @@ def train_differences(a: TrainFingerprint, b: TrainFingerprint) -> list[str]:
     if a.losses.keys() != b.losses.keys():
         lines.append(f"train-mode losses {sorted(a.losses)} != {sorted(b.losses)}")
     else:
-        lines += [f"train-mode loss {k}: {a.losses[k]:.6g} != {b.losses[k]:.6g}" for k in a.losses if not close(a.losses[k], b.losses[k])]
+        lines += [
+            f"train-mode loss {k}: {a.losses[k]:.6g} != {b.losses[k]:.6g}"
+            for k in a.losses
+            if not close(a.losses[k], b.losses[k])
+        ]
     if not close(a.objective, b.objective):
         lines.append(f"objective {a.objective:.6g} != {b.objective:.6g}")
     for name in sorted(a.gradients.keys() | b.gradients.keys()):
@@ -1536,16 +1669,22 @@ def run_base(args: tuple[int, int, int, bool]) -> tuple[int, Optional[str], list
         return index, "invalid: " + built_base.error, [], judge.builds
     rng = random.Random(f"{seed}:{index}:pairs")
     pairs = []
-    tries = 0
-    while len(pairs) < per_base and tries < per_base * 4:
-        tries += 1
-        kind = rng.choice(KINDS)
+    kinds = rng.sample(KINDS, len(KINDS)) * 2  # each kind that applies gets its chance
+    for kind in kinds:
+        if len(pairs) >= per_base:
+            break
         variant = make_variant(base, staged, kind, rng)
         if variant is None:
             continue
         pair = Pair(kind, base, variant, staged)
         pairs.append(pair)
         variant_hashes = hashes(variant, staged)
+        crash = next((h for h in variant_hashes.values() if type(h) is str and h.startswith("crash:")), None)
+        if crash is not None:
+            pair.status = "refused"
+            text = reproducer("dict", kind, base, variant, staged, [crash], crash=True)
+            pair.counterexamples["serializer"] = (_signature("serializer", kind, [crash]), text)
+            continue
         if any(type(h) is str for h in variant_hashes.values()):
             pair.status = "refused"
             continue
@@ -1557,12 +1696,18 @@ def run_base(args: tuple[int, int, int, bool]) -> tuple[int, Optional[str], list
         if built.error is not None:
             pair.status = "variant invalid"
             continue
-        pair.differences = judge.differences(built_base, built, base_code, code, base, variant, staged, loaded=False)
+        pair.differences = judge.differences(built_base, built, staged, loaded=False)
         loaded_differs = built_base.loaded != built.loaded
         pair.same_model = not pair.differences
         for scheme, kept in pair.kept.items():
             if kept and (pair.differences or (scheme == "dict" and loaded_differs)):
-                pair.counterexamples[scheme] = shrink(judge, scheme, base, variant, staged)
+                a, b, lines = shrink(judge, scheme, base, variant, staged)
+                pair.counterexamples[scheme] = (
+                    _signature(scheme, kind, lines),
+                    reproducer(scheme, kind, a, b, staged, lines),
+                )
+    for pair in pairs:  # the dicts hold this process's dims: the reproducers are the text
+        pair.base = pair.variant = None
     return index, None, pairs, judge.builds
 
 
@@ -1574,7 +1719,7 @@ def counterexample_holds(judge: Judge, scheme: str, a: Any, b: Any, staged: bool
     built_a, built_b = judge.build(code_a, a, staged), judge.build(code_b, b, staged)
     if built_a.error or built_b.error:
         return None
-    lines = judge.differences(built_a, built_b, code_a, code_b, a, b, staged, loaded=scheme == "dict")
+    lines = judge.differences(built_a, built_b, staged, loaded=scheme == "dict")
     return lines or None
 
 
@@ -1606,15 +1751,35 @@ def _nets(value: Any, staged: bool) -> list[Net]:
 
 def _shrink_candidates(a: Any, b: Any, staged: bool) -> Iterator[tuple[Any, Any]]:
     memo = lambda: {id(d): d for d in _all_dims()}  # noqa: E731
-    paths = sorted({w.path for n in _nets(a, staged) for w in layers_of(n)} & {w.path for n in _nets(b, staged) for w in layers_of(n)})
+    paths = sorted(
+        {w.path for n in _nets(a, staged) for w in layers_of(n)}
+        & {w.path for n in _nets(b, staged) for w in layers_of(n)}
+    )
     for path in sorted(paths, key=lambda p: -p.count("/")) + []:
         if path.rpartition("/")[2] == "output":
             continue
         na, nb = copy.deepcopy(a, memo()), copy.deepcopy(b, memo())
-        if all(_drop_layer(n, path) for n in _nets(na, staged) + _nets(nb, staged) if any(w.path == path for w in layers_of(n))):
+        if all(
+            _drop_layer(n, path)
+            for n in _nets(na, staged) + _nets(nb, staged)
+            if any(w.path == path for w in layers_of(n))
+        ):
             yield na, nb
     for path in paths:
-        for key in ("dropout", "L2", "activation", "with_bias", "name_scope", "trainable", "loss_opts", "loss_scale", "is_output_layer", "param_variational_noise", "forward_weights_init", "initial_output"):
+        for key in (
+            "dropout",
+            "L2",
+            "activation",
+            "with_bias",
+            "name_scope",
+            "trainable",
+            "loss_opts",
+            "loss_scale",
+            "is_output_layer",
+            "param_variational_noise",
+            "forward_weights_init",
+            "initial_output",
+        ):
             na, nb = copy.deepcopy(a, memo()), copy.deepcopy(b, memo())
             changed = False
             for n in _nets(na, staged) + _nets(nb, staged):
@@ -1660,9 +1825,23 @@ def py(value: Any, indent: int = 0) -> str:
     return repr(value)
 
 
-def reproducer(scheme: str, kind: str, a: Any, b: Any, staged: bool, lines: list[str]) -> str:
+def reproducer(scheme: str, kind: str, a: Any, b: Any, staged: bool, lines: list[str], crash: bool = False) -> str:
     part = "staged_networks" if staged else "network"
-    check = "same_model(sa.get(), sb.get())" if not staged else "[same_model(sa.get() + f'\\nnetwork = get_network({e})\\n', sb.get() + f'\\nnetwork = get_network({e})\\n') for e in sorted(a)]"
+    if crash:
+        return "\n".join(
+            [
+                f"# pair kind {kind}: the serializer crashes on b without a path: {lines[0]}",
+                "from i6_rc_jobs import ReturnnCommonSerializer",
+                DIM_PROLOG,
+                f"b = {py(b)}",
+                f'ReturnnCommonSerializer(extern_data=EXTERN_DATA, {part}=b, hash_scheme="graph")._sis_hash()',
+            ]
+        )
+    check = (
+        "same_model(sa.get(), sb.get())"
+        if not staged
+        else "[same_model(sa.get() + f'\\nnetwork = get_network({e})\\n', sb.get() + f'\\nnetwork = get_network({e})\\n') for e in sorted(a)]"
+    )
     return "\n".join(
         [
             f"# {scheme} scheme, pair kind {kind}: the {scheme} hashes are equal, RETURNN finds:",
@@ -1677,7 +1856,7 @@ def reproducer(scheme: str, kind: str, a: Any, b: Any, staged: bool, lines: list
             f'sa = ReturnnCommonSerializer(extern_data=EXTERN_DATA, {part}=a, hash_scheme="{scheme}")',
             f'sb = ReturnnCommonSerializer(extern_data=EXTERN_DATA, {part}=b, hash_scheme="{scheme}")',
             "assert sa._sis_hash() == sb._sis_hash()",
-            f"print({check})  # the eval judge; training differences need bench.hash_fuzz.train_fingerprint",
+            f"print({check})  # the eval judge; bench.hash_fuzz.fingerprints also judges training",
         ]
     )
 
@@ -1717,8 +1896,15 @@ class Report:
     seconds: float = 0.0
 
 
-def run(seed: int = 1, pairs: int = 200, processes: int = 2, per_base: int = 8, build_moved: bool = False,
-        findings: Optional[pathlib.Path] = None, out=sys.stdout) -> Report:
+def run(
+    seed: int = 1,
+    pairs: int = 200,
+    processes: int = 2,
+    per_base: int = 8,
+    build_moved: bool = False,
+    findings: Optional[pathlib.Path] = None,
+    out=sys.stdout,
+) -> Report:
     report = Report()
     start = time.time()
     bases = -(-pairs // per_base)
@@ -1731,6 +1917,12 @@ def run(seed: int = 1, pairs: int = 200, processes: int = 2, per_base: int = 8, 
         idx, problem, found, builds = result
         builds_by_worker[worker] = builds
         report.bases += 1
+        if report.bases % 10 == 0:
+            print(
+                f"[{time.time() - start:.0f} s] {report.pairs} pairs, {len(report.counterexamples)} counterexamples",
+                file=sys.stderr,
+                flush=True,
+            )
         if problem is not None:
             report.invalid_bases.append((idx, problem))
             return
@@ -1738,8 +1930,29 @@ def run(seed: int = 1, pairs: int = 200, processes: int = 2, per_base: int = 8, 
             if report.pairs >= pairs:
                 break
             report.pairs += 1
+            if "serializer" in pair.counterexamples:
+                sig, text = pair.counterexamples["serializer"]
+                report.counterexamples.append((sig, "serializer", pair.kind, text))
+                if sig not in seen:
+                    seen.add(sig)
+                    print(f"\nCRASH {sig}\n{text}\n", file=out, flush=True)
+                    if findings is not None:
+                        _write_finding(findings, sig, text)
             for scheme in ("dict", "graph"):
-                row = report.table.setdefault((scheme, pair.kind), {"pairs": 0, "kept": 0, "moved": 0, "refused": 0, "invalid": 0, "kept, RETURNN same": 0, "moved, RETURNN same": 0, "counterexamples": 0, "exercised": 0})
+                row = report.table.setdefault(
+                    (scheme, pair.kind),
+                    {
+                        "pairs": 0,
+                        "kept": 0,
+                        "moved": 0,
+                        "refused": 0,
+                        "invalid": 0,
+                        "kept, RETURNN same": 0,
+                        "moved, RETURNN same": 0,
+                        "counterexamples": 0,
+                        "exercised": 0,
+                    },
+                )
                 row["pairs"] += 1
                 if pair.status == "refused":
                     row["refused"] += 1
@@ -1755,9 +1968,7 @@ def run(seed: int = 1, pairs: int = 200, processes: int = 2, per_base: int = 8, 
                     row["exercised"] += 1
                 if scheme in pair.counterexamples:
                     row["counterexamples"] += 1
-                    a, b, lines = pair.counterexamples[scheme]
-                    sig = _signature(scheme, pair.kind, lines)
-                    text = reproducer(scheme, pair.kind, a, b, pair.staged, lines)
+                    sig, text = pair.counterexamples[scheme]
                     report.counterexamples.append((sig, scheme, pair.kind, text))
                     if sig not in seen:
                         seen.add(sig)
@@ -1773,7 +1984,9 @@ def run(seed: int = 1, pairs: int = 200, processes: int = 2, per_base: int = 8, 
     else:
         with context.Pool(processes, initializer=_init_worker) as pool:
             while report.pairs < pairs and index < bases * 3:
-                batch = [(seed, i, per_base, build_moved) for i in range(index, index + max(bases - report.bases, processes))]
+                batch = [
+                    (seed, i, per_base, build_moved) for i in range(index, index + max(bases - report.bases, processes))
+                ]
                 index += len(batch)
                 for result in pool.imap_unordered(_run_base_tagged, batch):
                     handle(result[1:], result[0])
@@ -1801,9 +2014,21 @@ def _write_finding(folder: pathlib.Path, sig: str, text: str) -> None:
 
 
 def print_report(report: Report, out) -> None:
-    print(f"\n{report.pairs} pairs from {report.bases} base nets ({len(report.invalid_bases)} base nets discarded: "
-          f"RETURNN or the serializer rejects them), {report.builds} RETURNN builds, {report.seconds:.0f} s", file=out)
-    columns = ["pairs", "kept", "moved", "kept, RETURNN same", "moved, RETURNN same", "invalid", "refused", "counterexamples"]
+    print(
+        f"\n{report.pairs} pairs from {report.bases} base nets ({len(report.invalid_bases)} base nets discarded: "
+        f"RETURNN or the serializer rejects them), {report.builds} RETURNN builds, {report.seconds:.0f} s",
+        file=out,
+    )
+    columns = [
+        "pairs",
+        "kept",
+        "moved",
+        "kept, RETURNN same",
+        "moved, RETURNN same",
+        "invalid",
+        "refused",
+        "counterexamples",
+    ]
     for scheme in ("graph", "dict"):
         print(f"\n{scheme} scheme\n", file=out)
         print("| pair kind | " + " | ".join(columns) + (" | exercised |" if scheme == "graph" else " |"), file=out)
@@ -1815,8 +2040,11 @@ def print_report(report: Report, out) -> None:
             cells = [str(row[c]) for c in columns] + ([str(row["exercised"])] if scheme == "graph" else [])
             print(f"| {kind} | " + " | ".join(cells) + " |", file=out)
     total = {s: sum(r["counterexamples"] for (sc, _), r in report.table.items() if sc == s) for s in ("graph", "dict")}
-    print(f"\ncounterexamples: graph {total['graph']}, dict {total['dict']} "
-          f"({len({c[0] for c in report.counterexamples})} kinds)", file=out)
+    print(
+        f"\ncounterexamples: graph {total['graph']}, dict {total['dict']} "
+        f"({len({c[0] for c in report.counterexamples})} kinds)",
+        file=out,
+    )
     reasons: dict[str, int] = {}
     for _, problem in report.invalid_bases:
         reasons[problem[:90]] = reasons.get(problem[:90], 0) + 1
