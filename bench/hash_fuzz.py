@@ -51,6 +51,8 @@ TWINS = {n: Dim(n, name=f"g{n}", kind=Dim.Types.Feature) for n in (4, 7)}  # sam
 RENAMED = {n: Dim(n, name=f"renamed{n}", kind=Dim.Types.Feature) for n in (4, 7)}  # only the description differs
 WINDOW = Dim(3, name="window", kind=Dim.Types.Spatial)
 SPATIAL = [Dim(None, name=f"s{i}", kind=Dim.Types.Spatial) for i in range(6)]  # out dims of dim-creating layers
+COPIES = {n: FEATURES[n].copy(description=f"f{n} copy") for n in (4, 7)}  # same_as copies: RETURNN finds them equal
+HALF = TIME.ceildiv_right(2)  # a derived dim: what pooling by 2 with padding "same" makes of the time
 DIM_NAMES: dict[int, str] = {id(batch_dim): "batch_dim"}
 for _name, _dim in [
     ("TIME", TIME),
@@ -61,6 +63,8 @@ for _name, _dim in [
     *((f"G{n}", d) for n, d in TWINS.items()),
     *((f"R{n}", d) for n, d in RENAMED.items()),
     *((f"S{i}", d) for i, d in enumerate(SPATIAL)),
+    *((f"C{n}", d) for n, d in COPIES.items()),
+    ("HALF", HALF),
 ]:
     DIM_NAMES[id(_dim)] = _name
 EXTERN_DATA = {
@@ -78,6 +82,8 @@ DIM_PROLOG = "\n".join(
         *(f'G{n} = Dim({n}, name="g{n}", kind=Dim.Types.Feature)' for n in TWINS),
         *(f'R{n} = Dim({n}, name="renamed{n}", kind=Dim.Types.Feature)' for n in RENAMED),
         *(f'S{i} = Dim(None, name="s{i}", kind=Dim.Types.Spatial)' for i in range(len(SPATIAL))),
+        *(f'C{n} = F{n}.copy(description="f{n} copy")' for n in COPIES),
+        "HALF = TIME.ceildiv_right(2)",
         "EXTERN_DATA = {",
         '    "data": {"dim_tags": [batch_dim, TIME, IN]},',
         '    "classes": {"dim_tags": [batch_dim, TIME], "sparse_dim": CLASSES, "dtype": "int32"},',
@@ -510,7 +516,7 @@ def g_conv(g: NetGen) -> Optional[str]:
 
 def g_pool(g: NetGen) -> Optional[str]:
     src = g.pick(frames)
-    new = g.fresh_spatial()
+    new = HALF if g.rng.random() < 0.4 else g.fresh_spatial()
     if src is None or new is None:
         return None
     desc = {
@@ -1168,12 +1174,34 @@ def _contains_dim(net: Net, dim: Dim) -> bool:
 
 
 def _all_dims() -> list[Dim]:
-    return [batch_dim, TIME, IN, CLASSES, WINDOW, *FEATURES.values(), *TWINS.values(), *RENAMED.values(), *SPATIAL]
+    return [
+        batch_dim,
+        TIME,
+        IN,
+        CLASSES,
+        WINDOW,
+        HALF,
+        *FEATURES.values(),
+        *TWINS.values(),
+        *RENAMED.values(),
+        *SPATIAL,
+        *COPIES.values(),
+    ]
+
+
+def rw_dim_copy(net: Net, rng: random.Random) -> bool:
+    """A dim replaced by its same_as copy (everywhere, or at one place): RETURNN finds them equal."""
+    n = rng.choice(list(COPIES))
+    if not _contains_dim(net, FEATURES[n]):
+        return False
+    _map_dims(net, lambda d: COPIES[n] if d is FEATURES[n] else d, only_first=rng.random() < 0.5)
+    return True
 
 
 DICT_REWRITES: dict[str, Callable[[Net, random.Random], bool]] = {
     "dict-order": rw_dict_order,
     "dim-description": rw_dim_description,
+    "dim-copy": rw_dim_copy,
 }
 
 # Small edits.
@@ -1515,16 +1543,47 @@ class TrainFingerprint:
     losses: dict[str, float]
     objective: float
     gradients: dict[str, Any]
+    values: bool  # False: random numbers inside a loop made output, losses and gradients depend on RETURNN's order
+
+
+def _random_samples(fetches: list, graph: Any) -> tuple[list, bool]:
+    """The float outputs of the random ops that ``fetches`` depend on (dropout masks, noise, random layers), and
+    whether all of them can be fed (not inside a loop)."""
+    seen, stack, samples, feedable = set(), [t.op for t in fetches], [], True
+    while stack:
+        op = stack.pop()
+        if op in seen:
+            continue
+        seen.add(op)
+        stack.extend(t.op for t in op.inputs)
+        stack.extend(op.control_inputs)
+        if ("Random" in op.type or op.type.startswith("Stateful")) and op.outputs and op.outputs[0].dtype.is_floating:
+            if op._control_flow_context is None and graph.is_feedable(op.outputs[0]):
+                samples.append(op.outputs[0])
+            else:
+                feedable = False
+    return samples, feedable
+
+
+def _sample_value(tensor: Any, shape: tuple) -> Any:
+    """A random op's output from its type and shape alone: equal wherever two nets draw the same kind of numbers
+    in the same shape, whichever seed RETURNN gave the op (it draws them in the order it constructs layers)."""
+    import numpy
+
+    from i6_rc_jobs.semantics import _stable_int
+
+    rng = numpy.random.default_rng([_stable_int(tensor.op.type), *shape])
+    values = rng.random(shape) if "Uniform" in tensor.op.type else rng.standard_normal(shape).clip(-2, 2)
+    return values.astype(tensor.dtype.as_numpy_dtype)
 
 
 def fingerprints(config_code: str, *, seed: int = 1) -> tuple[Any, TrainFingerprint]:
     """The network built once with RETURNN's dynamic train flag (as its engine trains), its variables set as
     ``i6_rc_jobs.semantics`` sets them: the eval fingerprint (train flag False) and what that judge cannot see (train
-    flag True, every random op's seed fixed so that dropout masks are equal wherever the shapes are): the trainable
-    variables, the train-mode output, losses, objective and its gradient with respect to each trainable variable."""
+    flag True): the trainable variables, the train-mode output, losses, objective and its gradient with respect to
+    each trainable variable, with every random number fed from its op's type and shape (:func:`_sample_value`)."""
     import numpy
     import tensorflow as tf
-    from tensorflow.core.framework import attr_value_pb2
 
     from i6_rc_jobs import semantics
     from i6_rc_jobs.returnn_check import network_in_new_graph
@@ -1543,10 +1602,8 @@ def fingerprints(config_code: str, *, seed: int = 1) -> tuple[Any, TrainFingerpr
         names = sorted(trainable)
         grads = tf.gradients(objective, [trainable[n] for n in names]) if names else []
         grads = {n: tf.convert_to_tensor(g) for n, g in zip(names, grads) if g is not None}
-        for op in tf.compat.v1.get_default_graph().get_operations():
-            for attr in ("seed", "seed2"):
-                if attr in op.node_def.attr:
-                    op._set_attr(attr, attr_value_pb2.AttrValue(i=7))
+        fetches = (output.placeholder, masks, losses, objective, grads)
+        samples, feedable = _random_samples(tf.nest.flatten(fetches), tf.compat.v1.get_default_graph())
         eval_fingerprint = semantics.network_fingerprint(network, seed=seed, feed={network.train_flag: False})
         variables = {semantics._variable_name(var): var for var in tf.compat.v1.global_variables()}
         constant = [name for name, var in variables.items() if semantics._init_text(var.initial_value)[1]]
@@ -1559,14 +1616,16 @@ def fingerprints(config_code: str, *, seed: int = 1) -> tuple[Any, TrainFingerpr
                     for name, var in variables.items()
                 },
             )
-            value, mask_values, loss_values, objective_value, grad_values = session.run(
-                (output.placeholder, masks, losses, objective, grads),
-                feed_dict={**semantics._extern_data_feed(network.extern_data, seed), network.train_flag: True},
-            )
+            feed = {**semantics._extern_data_feed(network.extern_data, seed), network.train_flag: True}
+            shapes = session.run(samples, feed) if samples else []
+            feed.update({t: _sample_value(t, numpy.shape(v)) for t, v in zip(samples, shapes)})
+            value, mask_values, loss_values, objective_value, grad_values = session.run(fetches, feed)
     for mask in mask_values:
         value = numpy.where(mask, value, numpy.zeros((), value.dtype))
     losses = {k: float(v) for k, v in loss_values.items()}
-    return eval_fingerprint, TrainFingerprint(tuple(names), value, losses, float(objective_value), grad_values)
+    return eval_fingerprint, TrainFingerprint(
+        tuple(names), value, losses, float(objective_value), grad_values, feedable
+    )
 
 
 def train_differences(a: TrainFingerprint, b: TrainFingerprint) -> list[str]:
@@ -1581,6 +1640,8 @@ def train_differences(a: TrainFingerprint, b: TrainFingerprint) -> list[str]:
     lines = []
     if a.trainable != b.trainable:
         lines.append(f"trainable variables {list(a.trainable)} != {list(b.trainable)}")
+    if not (a.values and b.values):
+        return lines
     if not close(a.output, b.output):
         lines.append("train-mode output differs")
     if a.losses.keys() != b.losses.keys():
