@@ -249,7 +249,8 @@ def g_eval_named(g: NetGen) -> Optional[str]:
     if a is None:
         return None
     other = g.pick(lambda i: i == g.infos[a], False)
-    code = f"source(0) + self.network.get_layer({other!r}).output.placeholder"
+    # RETURNN wants every source used, and the named layer built before: it is the second source
+    code = f"source(0) + source(1) * self.network.get_layer({other!r}).output.placeholder"
     return g.add("ev", {"class": "eval", "from": [a, other], "eval": code}, g.infos[a])
 
 
@@ -426,9 +427,9 @@ def g_loop(g: NetGen) -> Optional[str]:
         }
     elif template == 6:  # a cell with its state, one frame at a time
         out = g.feature()
-        unit = {
-            lin: {"class": "rnn_cell", "unit": "standardlstm", "from": "data:source", "out_dim": out},
-            "output": {"class": "copy", "from": lin},
+        unit = {  # the cell makes its own feature dim (of n_out): a linear maps it to one of the pool
+            lin: {"class": "rnn_cell", "unit": "standardlstm", "from": "data:source", "n_out": r.choice((4, 6))},
+            "output": {"class": "linear", "from": lin, "out_dim": out},
         }
         if r.random() < 0.6:
             unit[lin]["initial_state"] = r.choice((0, 0.0, "zeros", 1, "ones", "var"))
@@ -1929,14 +1930,21 @@ def reproducer(scheme: str, kind: str, a: Any, b: Any, staged: bool, lines: list
 _JUDGE: Judge
 
 
-def _init_worker() -> None:
+def _init_worker(own_process: bool = True) -> None:
     global _JUDGE
     import logging
 
     logging.getLogger("tensorflow").setLevel(logging.ERROR)
-    import tensorflow  # noqa: F401  (once per process)
-
     _JUDGE = Judge()
+    if not own_process:  # in the caller's process: its TensorFlow settings stay as they are
+        return
+    import tensorflow as tf
+
+    # Sessions of small graphs: one thread each (the processes are the parallelism), no graph rewriting (it costs
+    # more than these graphs run; both nets of a pair are run alike).
+    tf.config.threading.set_intra_op_parallelism_threads(1)
+    tf.config.threading.set_inter_op_parallelism_threads(1)
+    tf.config.optimizer.set_experimental_options({"disable_meta_optimizer": True})
 
 
 def _signature(scheme: str, kind: str, lines: list[str]) -> str:
@@ -2038,7 +2046,7 @@ def run(
                             _write_finding(findings, sig, text)
 
     if processes <= 1:
-        _init_worker()
+        _init_worker(own_process=False)
         while report.pairs < pairs and index < bases * 3:
             handle(run_base((seed, index, per_base, build_moved)), 0)
             index += 1

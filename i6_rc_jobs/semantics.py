@@ -129,13 +129,20 @@ def network_fingerprint(network: TFNetwork, *, seed: int = 1, feed: dict | None 
     }
     init = {}
     with tf.compat.v1.Session() as session:
-        for name, var in variables.items():
-            text, constant = inits[name]
-            base = session.run(var.initial_value) if constant else None
+        constants = {name: var.initial_value for name, var in variables.items() if inits[name][1]}
+        bases = session.run(constants) if constants else {}
+        for name in variables:
+            base = bases.get(name)
             # A constant is its value, however TF spells it (tf.zeros(shape) is a Fill, 0.0 a Const).
-            init[name] = text if base is None else f"constant {_array_text(numpy.asarray(base))}"
-            # What tf.Variable.load does (deprecated): run the initializer with the value fed in.
-            session.run(var.initializer, {var.initializer.inputs[1]: _param_value(name, var, base, seed)})
+            init[name] = inits[name][0] if base is None else f"constant {_array_text(numpy.asarray(base))}"
+        if variables:  # what tf.Variable.load does (deprecated): run the initializers with the values fed in
+            session.run(
+                [var.initializer for var in variables.values()],
+                {
+                    var.initializer.inputs[1]: _param_value(name, var, bases.get(name), seed)
+                    for name, var in variables.items()
+                },
+            )
         value, mask_values, length_values, loss_values = session.run(
             (output.placeholder, masks, lengths, losses),
             feed_dict={**_extern_data_feed(network.extern_data, seed), **(feed or {})},
