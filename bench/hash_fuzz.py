@@ -1440,6 +1440,7 @@ class Judge:
     def __init__(self):
         self.cache: dict[str, Built] = {}
         self.builds = 0
+        self.shrunk: set[str] = set()  # signatures of the counterexamples shrunk so far
 
     def build(self, code: str, net: Any, staged: bool) -> Built:
         built = self.cache.get(code)
@@ -1763,11 +1764,15 @@ def run_base(args: tuple[int, int, int, bool]) -> tuple[int, Optional[str], list
         pair.same_model = not pair.differences
         for scheme, kept in pair.kept.items():
             if kept and (pair.differences or (scheme == "dict" and loaded_differs)):
-                a, b, lines = shrink(judge, scheme, base, variant, staged)
-                pair.counterexamples[scheme] = (
-                    _signature(scheme, kind, lines),
-                    reproducer(scheme, kind, a, b, staged, lines),
+                found = pair.differences or ["the written configs load as other dicts or dims"]
+                signature = _signature(scheme, kind, found)
+                a, b, lines = (
+                    (base, variant, found)
+                    if signature in judge.shrunk
+                    else shrink(judge, scheme, base, variant, staged)
                 )
+                judge.shrunk.add(signature)  # one of a kind is shrunk per process: shrinking costs builds
+                pair.counterexamples[scheme] = (signature, reproducer(scheme, kind, a, b, staged, lines))
     for pair in pairs:  # the dicts hold this process's dims: the reproducers are the text
         pair.base = pair.variant = None
     return index, None, pairs, judge.builds
