@@ -1706,13 +1706,9 @@ def make_variant(base: Any, staged: bool, kind: str, rng: random.Random) -> Opti
         applied = fn(target, rng)
     except (KeyError, IndexError, TypeError, ValueError, StopIteration):
         return None
-    if not applied or _form(variant) == _form(base):
+    if not applied or py(variant) == py(base):
         return None
     return variant
-
-
-def _form(net: Any) -> str:
-    return py(net)
 
 
 KINDS = list(RULE_REWRITES) + list(DICT_REWRITES) + list(EDITS)
