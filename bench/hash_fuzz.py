@@ -2042,16 +2042,18 @@ def run(
             handle(run_base((seed, index, per_base, build_moved)), 0)
             index += 1
     else:
-        with context.Pool(processes, initializer=_init_worker) as pool:
-            while report.pairs < pairs and index < bases * 3:
-                batch = [
-                    (seed, i, per_base, build_moved) for i in range(index, index + max(bases - report.bases, processes))
-                ]
-                index += len(batch)
-                for result in pool.imap_unordered(_run_base_tagged, batch):
-                    handle(result[1:], result[0])
-                    if report.pairs >= pairs:
-                        break
+        try:
+            with context.Pool(processes, initializer=_init_worker) as pool:
+                while report.pairs < pairs and index < bases * 3:
+                    more = max(bases - report.bases, processes)
+                    batch = [(seed, i, per_base, build_moved) for i in range(index, index + more)]
+                    index += len(batch)
+                    for result in pool.imap_unordered(_run_base_tagged, batch):
+                        handle(result[1:], result[0])
+                        if report.pairs >= pairs:
+                            break
+        except KeyboardInterrupt:  # the report of the pairs done so far
+            print("\ninterrupted", file=out)
     report.builds = sum(builds_by_worker.values())
     report.seconds = time.time() - start
     print_report(report, out)
