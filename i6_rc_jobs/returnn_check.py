@@ -23,7 +23,7 @@ import os
 import sys
 import tempfile
 import types
-from typing import TYPE_CHECKING, Any, Iterator, Optional, Sequence
+from typing import TYPE_CHECKING, Any, Iterator, Optional, Sequence, Union
 
 if TYPE_CHECKING:
     from returnn.config import Config
@@ -172,12 +172,13 @@ def construct_networks_from_config(
 
 @contextlib.contextmanager
 def network_in_new_graph(
-    config: Config, net_dict: dict[str, Any], *, train_flag: bool, rnd_seed: int = 1
+    config: Config, net_dict: dict[str, Any], *, train_flag: Union[bool, str], rnd_seed: int = 1
 ) -> Iterator[TFNetwork]:
     """
     Constructs ``net_dict`` in a fresh TF graph, as ``returnn.tf.engine.Engine._init_network`` does (eval flag on,
     search flag off), with the config's behavior version. While the caller's ``with`` block runs, that graph is the
     default graph and ``config`` the global config, so the caller can run the network in a session.
+    ``train_flag="dynamic"``: RETURNN's global train flag placeholder, as its engine trains (feed it True or False).
     """
     import tensorflow as tf
     from returnn.config import global_config_ctx
@@ -193,6 +194,10 @@ def network_in_new_graph(
             tf.compat.v1.set_random_seed(42)
             extern_data = ExternData()
             extern_data.init_from_config(config=config, auto_create_placeholders=True)
+            if train_flag == "dynamic":
+                from returnn.tf.util.basic import get_global_train_flag_placeholder
+
+                train_flag = get_global_train_flag_placeholder()
             network = TFNetwork(
                 name="",
                 config=config,
