@@ -38,12 +38,13 @@ make_venv() {
   fi
   "$venv/bin/python" -c 'import sys; sys.exit(sys.version_info[:2] != (3, 11))' ||
     die "$venv is not Python 3.11: remove it and run ./setup.sh again"
-  local stamp=$venv/.i6_rc_jobs-requirements.sha256 want
+  local stamp=$venv/.i6_rc_jobs-requirements.sha256 file want
+  file=$(basename "$requirements")
   want=$(sha256sum "$requirements" | cut -d' ' -f1)
   if [ "$(cat "$stamp" 2>/dev/null)" != "$want" ]; then
-    say "installing $(basename "$requirements") into $venv (takes a few minutes the first time)"
+    say "installing $file into $venv (takes a few minutes the first time)"
     "$venv/bin/pip" install --disable-pip-version-check -r "$requirements" >"$log" 2>&1 ||
-      die "pip install -r $(basename "$requirements") failed: check access to PyPI (pip config list), then run ./setup.sh again"
+      die "pip install -r $file failed: check access to PyPI (pip config list), then run ./setup.sh again"
     echo "$want" >"$stamp"
     changed=1
   fi

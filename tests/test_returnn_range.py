@@ -6,7 +6,6 @@ the check in one line that names the range, with or without a version string."""
 
 from __future__ import annotations
 
-import ctypes.util
 import os
 import re
 import shutil
@@ -86,7 +85,8 @@ def returnn_range() -> None:
 def setup(returnn_range, tmp_path_factory) -> Path:
     """One Sisyphus setup whose manager (the pinned stack) writes both configs, and checks and trains them with every
     RETURNN of the range; and checks the example's with a RETURNN too old, from git and from a copy without .git."""
-    assert ctypes.util.find_library("blas"), (
+    libraries = subprocess.run(["ldconfig", "-p"], capture_output=True, text=True).stdout
+    assert re.search(r"\slibblas\.so \(", libraries), (
         "RETURNN before 2026-01-02 links NativeLstm2 for the CPU against the system's BLAS (-lblas): "
         "apt-get install libblas-dev"
     )
@@ -123,8 +123,8 @@ def test_a_returnn_of_the_range_checks_and_trains_the_written_config(setup, name
     assert f"TensorFlow: {_pin(name, 'tensorflow[-_]cpu')} " in train_log, train_log[:3000]
     if model == "lstm":  # RETURNN compiled NativeLstm2 for the CPU with g++, against this TensorFlow
         assert '"unit": "nativelstm2"' in (alias / "check" / "output" / "returnn.config").read_text()
-        ops = setup.parent / "returnn-cache" / "ops" / "NativeLstm2"
-        (info,) = [p for p in ops.glob("*/info.py") if f"/.venv-returnn-{name}/" in p.read_text()]
+        ops = (setup.parent / "returnn-cache").glob("returnn_tf_cache/ops/NativeLstm2/*/info.py")
+        (info,) = [p for p in ops if f"/.venv-returnn-{name}/" in p.read_text()]
         assert re.search(r"'compiler_bin': '\S*g\+\+',", info.read_text()), info.read_text()
         assert "'with_cuda': False," in info.read_text() and (info.parent / "NativeLstm2.so").is_file()
     learning_rates = (setup / "output" / name / model / "learning_rates").read_text()
