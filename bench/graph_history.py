@@ -1,4 +1,4 @@
-"""The graph hash over returnn_common's history (issue #13): three standard models built at 40 returnn_common commits
+"""The graph hash over returnn_common's history: three standard models built at 40 returnn_common commits
 from 2022-04 to 2025-10, with each commit's dict hash, graph hash and semantic class, and how often each hash moved
 where the model stayed the same (cosmetic) or stayed where the model changed (hidden). Run from the repository root:
 
@@ -10,9 +10,10 @@ Each (commit, model) is built in a process of its own (returnn_common versions m
 serializer (pickled), its dict hash, the graph hash of a ``hash_scheme="graph"`` serializer of the same dicts, and
 the semantic fingerprint of the config it writes (``i6_rc_jobs.semantics``: RETURNN builds the net; its TF
 parameter names and shapes, the initializer of each, and the output with parameters seeded by name). Two commits are
-semantically the same iff their fingerprints have no differences in these (issue #13's definition; the losses, which
-the fingerprint also holds, are said where the graph hash moved, not counted). A commit where a model does not build (or RETURNN
-cannot build its net) is unbuildable for that model, with the reason, and is skipped in that model's transitions.
+semantically the same iff their fingerprints have no differences in these (the model alone, as
+``differences(losses=False)``; the losses, which the fingerprint also holds, are said where the graph hash moved,
+not counted). A commit where a model does not build (or RETURNN cannot build its net) is unbuildable for that model,
+with the reason, and is skipped in that model's transitions.
 
 Records are kept in ``--cache`` (default ``$XDG_CACHE_HOME/i6_rc_jobs/graph_history``) under a digest of what makes
 them (the model builders, rc_compat, the semantics module, the pinned versions), so a second run builds nothing;

@@ -7,6 +7,9 @@ from __future__ import annotations
 import importlib
 from typing import Any
 
+#: The release, as CHANGELOG.md names it (setup.py reads it from here).
+__version__ = "0.6.0"
+
 _EXPORTS = {
     "ReturnnCommonSerializer": "i6_rc_jobs.serializer",
     "SerializationError": "i6_rc_jobs.serialization.errors",

@@ -67,7 +67,7 @@ class Fingerprint:
 
     def differences(self, other: Fingerprint, losses: bool = True) -> list[str]:
         """[] iff both are the same model; else one line per difference, params first. With ``losses=False``, the
-        model alone (parameters, initialization, output), as issue #13 defines semantic identity; with losses, also
+        model alone (parameters, initialization, output): what makes two models semantically the same; with losses, also
         what RETURNN reports while training (score keys and loss values)."""
         lines = []
         for name in sorted(self.params.keys() | other.params.keys()):

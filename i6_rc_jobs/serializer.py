@@ -11,7 +11,7 @@ from .serialization.serialized_net import SerializedNet
 
 class ReturnnCommonSerializer(SerializedNet):
     """What a config holds: the net and extern_data with dims as code references (see :class:`SerializedNet` for
-    construction, editing and sharing), hashed by content as the README's "Hashes" says."""
+    construction, editing and sharing), hashed by content as docs/guide/hash-schemes.md says."""
 
     def _sis_hash(self) -> bytes:
         if self.hash_value is not None:

@@ -1,4 +1,4 @@
-"""Everything RETURNN acts on in a dim is written and hashed, or refused (issue #11): dim attributes, derived dims'
+"""Everything RETURNN acts on in a dim is written and hashed, or refused: dim attributes, derived dims'
 size and kind, dims of one origin from several serializers, DimRef fields, and long chains of derived dims."""
 
 from __future__ import annotations

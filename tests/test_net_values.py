@@ -1,4 +1,4 @@
-"""Values of real net dicts besides dims and plain data (issue #12): numpy arrays and scalars (a ``constant`` layer's
+"""Values of real net dicts besides dims and plain data: numpy arrays and scalars (a ``constant`` layer's
 value, a parameter's init) and module-level functions and classes (an ``eval`` layer's function), written so that
 they load back as themselves and hashed by what they are; what has no such form is refused with its path."""
 

@@ -1,5 +1,5 @@
 """The README's Usage snippet runs as written: a real returnn_common model, real Sisyphus jobs, and RETURNN
-constructs the networks of the configs it makes (also each stage of the staged one)."""
+constructs the network of the config it makes. (The pages of docs/ run in tests/test_docs.py.)"""
 
 from __future__ import annotations
 
@@ -8,31 +8,29 @@ import subprocess
 import sys
 import textwrap
 
+from tests.support.markdown import RUN, blocks
 from tests.support.sisyphus_setup import REPO
 
 
 def usage_snippet() -> str:
     """The first python block under the heading "## Usage" of README.md."""
-    text = (REPO / "README.md").read_text()
-    section = text[text.index("\n## Usage\n") :]
-    start = section.index("```python\n") + len("```python\n")
-    return section[start : section.index("```\n", start)]
+    readme = REPO / "README.md"
+    usage = readme.read_text().split("\n").index("## Usage") + 1
+    return next(b.code for b in blocks(readme) if b.language == RUN and b.line > usage)
 
 
 def test_the_usage_snippet_runs_as_written_and_returnn_constructs_what_it_makes(tmp_path):
     check = textwrap.dedent("""
 
         from i6_rc_jobs.returnn_check import construct_networks
-        from i6_rc_jobs.serialization.config_file import config_code
+        from i6_rc_jobs.serialization.config_file import write_config_file
 
-        for name, made, epochs in (("plain", config, (1,)), ("staged", staged_config, (1, 5))):
-            with open(name + ".config", "w") as f:
-                f.write(config_code(made))
-            print(name, construct_networks(name + ".config", epochs, quiet=True))
+        write_config_file(config, "returnn.config")
+        print("constructed", construct_networks("returnn.config", quiet=True))
         """)
     env = dict(os.environ, PYTHONPATH=str(REPO), CUDA_VISIBLE_DEVICES="", TF_CPP_MIN_LOG_LEVEL="3")
     done = subprocess.run(
         [sys.executable, "-c", usage_snippet() + check], cwd=tmp_path, env=env, capture_output=True, text=True
     )
     assert done.returncode == 0, done.stderr[-3000:]
-    assert "plain {1: [" in done.stdout and "staged {1: [" in done.stdout and ", 5: [" in done.stdout, done.stdout
+    assert "constructed {1: [" in done.stdout and "'output'" in done.stdout, done.stdout

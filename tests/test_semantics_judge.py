@@ -212,7 +212,7 @@ def test_the_transformer_fingerprints():
 
 
 def test_losses_count_by_score_key_and_value_unless_asked_for_the_model_alone():
-    """A renamed loss layer is another score key: the same model (issue #13's definition), other behaviour; a loss
+    """A renamed loss layer is another score key: the same model (parameters, initialization, output), other behaviour; a loss
     scale is another objective."""
     from tests.test_graph_rules import CASES, serializer
 

@@ -51,8 +51,10 @@ def test_hashes_match_golden_file():
 
 
 def test_changelog_explains_the_current_hash_format():
+    """A release's "### Hashes" names the format in bold: ``**Hash format v1**``, ``**Hash format v1, corrected.**``."""
     changelog = open(os.path.join(REPO, "CHANGELOG.md")).read()
-    assert re.search(rf"^#+ .*hash format v{FORMAT_VERSION}\b", changelog, re.M | re.I)
+    hashes = re.findall(r"^### Hashes\n((?:(?!#).*\n)*)", changelog, re.M)
+    assert any(re.search(rf"\*\*hash format v{FORMAT_VERSION}\b", section, re.I) for section in hashes)
 
 
 def test_written_code_gives_back_extern_data_and_network():

@@ -1,4 +1,4 @@
-"""i6_rc_jobs added to an i6 setup the two ways the README's "Add it to your setup" describes, each followed as
+"""i6_rc_jobs added to an i6 setup the two ways docs/guide/install.md describes, each followed as
 written: an i6-style setup directory (recipe/ with i6_core and returnn_common, tools/ with RETURNN and Sisyphus,
 settings.py, config/ with a returnn_common model) whose `sis manager` runs a RETURNN-checked CreateConfigJob and a
 one-epoch ReturnnTrainingJob with the setup's RETURNN checkout.

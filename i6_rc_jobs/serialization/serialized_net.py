@@ -20,7 +20,7 @@ from .values import check_tree, sisyphus_values
 
 #: The parts a serializer holds, in the order they are written and hashed.
 PARTS = ("extern_data", "network", "staged_networks")
-#: What the hash is made of: the dicts as written (the default), or the computation graph (README, "Graph hash").
+#: What the hash is made of: the dicts as written (the default), or the computation graph (docs/guide/hash-schemes.md).
 HASH_SCHEMES = ("dict", "graph")
 
 
@@ -100,7 +100,7 @@ class SerializedNet(DelayedBase):
             that of the dicts
         :param unhashed: parts left out of the hash, e.g. ``["extern_data"]`` when the dataset is hashed already
         :param hash_scheme: ``"dict"`` hashes the dicts (names of layers included); ``"graph"`` the computation graph
-            they define, which stays the same across cosmetic rewrites of the dict (README, "Graph hash")
+            they define, which stays the same across cosmetic rewrites of the dict (docs/guide/hash-schemes.md)
         """
         from .capture import DimCapture
         from .convert import convert

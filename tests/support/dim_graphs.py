@@ -104,7 +104,7 @@ def _build(spec: tuple, dims: list[Any], description: str) -> Any:
 
 #: Where a part (extern_data, network) of a serializer comes from: the raw dicts, or the dicts of one of two
 #: serializers converted from the same raw dims (the second also through a pickle round trip). Parts of one origin
-#: mixed must still be one dim each (issue #11, finding 5).
+#: mixed must still be one dim each.
 PART_SOURCES = ("raw", "first", "second", "second pickled")
 
 
@@ -115,7 +115,7 @@ def part_sources() -> st.SearchStrategy:
 
 def size_edits(old) -> st.SearchStrategy:
     """A new static size (or dynamic) for a plain dim edited after conversion, other than ``old``: the sizes of the dims
-    derived from it must follow, in the hash and in the code (issue #11, finding 8)."""
+    derived from it must follow, in the hash and in the code."""
     return st.sampled_from([size for size in (None, 1, 3, 64) if size != old])
 
 
