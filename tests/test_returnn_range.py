@@ -103,6 +103,7 @@ def setup(returnn_range, tmp_path_factory) -> Path:
     returnns.update({"too-old": (str(too_old), ""), "too-old-no-git": (str(no_git), "")})
     directory = make_setup(tmp / "setup", f"RETURNNS = {returnns!r}\n" + textwrap.dedent(CONFIG))
     shutil.copy(REPO / "recipe_examples" / "config" / "task12ax.py", directory / "config")
+    shutil.copytree(REPO / "recipe_examples" / "recipe", directory / "recipe")  # the example's model, as run.sh does
     with open(directory / "settings.py", "a") as settings:
         settings.write(SETTINGS_EXTRA.format(cache=str(tmp / "returnn-cache")))
     manager = run_manager(directory, timeout=1800)
