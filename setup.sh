@@ -1,6 +1,9 @@
 #!/usr/bin/env bash
 # The one set-up step: .venv with the pinned PyPI packages, the rwth-i6 projects at their pinned commits,
 # i6_rc_jobs installed editable. Idempotent: it only does what is missing, so a second run takes seconds.
+# ./setup.sh --returnn-range also makes, for each returnn-range/<name>.txt, a Python of its own with that file's
+# PyPI pins (.venv-returnn-<name>: the TensorFlow of that RETURNN's time) and RETURNN at the commit it names
+# (.deps/src/returnn-<name>): the older RETURNNs the tests train written configs with (./test.sh asks for them).
 set -euo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 venv=$root/.venv
@@ -16,33 +19,41 @@ die() {
 }
 say() { echo "setup.sh: $*"; }
 changed=0
+range=0
+case "${1:-}" in
+  "") ;;
+  --returnn-range) range=1 ;;
+  *) die "unknown argument '$1': ./setup.sh [--returnn-range]" ;;
+esac
 
-# 1. The virtual environment.
-if [ ! -x "$venv/bin/python" ]; then
-  command -v "$python" >/dev/null || die "no $python on PATH: install Python 3.11 or set PYTHON=/path/to/python3.11"
-  say "creating $venv"
-  "$python" -m venv "$venv" >"$log" 2>&1 || die "'$python -m venv $venv' failed"
-  changed=1
-fi
-"$venv/bin/python" -c 'import sys; sys.exit(sys.version_info[:2] != (3, 11))' ||
-  die "$venv is not Python 3.11: remove it and run ./setup.sh again"
+# A Python 3.11 venv ($1) with exactly the PyPI pins of the requirements file $2; a stamp of the file makes a second
+# run skip pip.
+make_venv() {
+  local venv=$1 requirements=$2
+  if [ ! -x "$venv/bin/python" ]; then
+    command -v "$python" >/dev/null || die "no $python on PATH: install Python 3.11 or set PYTHON=/path/to/python3.11"
+    say "creating $venv"
+    "$python" -m venv "$venv" >"$log" 2>&1 || die "'$python -m venv $venv' failed"
+    changed=1
+  fi
+  "$venv/bin/python" -c 'import sys; sys.exit(sys.version_info[:2] != (3, 11))' ||
+    die "$venv is not Python 3.11: remove it and run ./setup.sh again"
+  local stamp=$venv/.i6_rc_jobs-requirements.sha256 file want
+  file=$(basename "$requirements")
+  want=$(sha256sum "$requirements" | cut -d' ' -f1)
+  if [ "$(cat "$stamp" 2>/dev/null)" != "$want" ]; then
+    say "installing $file into $venv (takes a few minutes the first time)"
+    "$venv/bin/pip" install --disable-pip-version-check -r "$requirements" >"$log" 2>&1 ||
+      die "pip install -r $file failed: check access to PyPI (pip config list), then run ./setup.sh again"
+    echo "$want" >"$stamp"
+    changed=1
+  fi
+}
 
-# 2. PyPI packages, exactly as pinned; a stamp of requirements.txt makes a second run skip pip.
-stamp=$venv/.i6_rc_jobs-requirements.sha256
-want=$(sha256sum "$root/requirements.txt" | cut -d' ' -f1)
-if [ "$(cat "$stamp" 2>/dev/null)" != "$want" ]; then
-  say "installing requirements.txt into $venv (takes a few minutes the first time)"
-  "$venv/bin/pip" install --disable-pip-version-check -r "$root/requirements.txt" >"$log" 2>&1 ||
-    die "pip install -r requirements.txt failed: check access to PyPI (pip config list), then run ./setup.sh again"
-  echo "$want" >"$stamp"
-  changed=1
-fi
-
-# 3. The rwth-i6 projects from their real URLs, at the commits of rwth-i6.lock; a checkout at another
-#    commit or with modified tracked files is repaired.
-mkdir -p "$deps/src" "$deps/recipe"
-while read -r name url commit; do
-  dir=$deps/src/$name
+# A checkout of $2 (a real URL) in $3 at commit $4, which the file $5 pins ($1 names it); one at another commit or with
+# modified tracked files is repaired.
+checkout() {
+  local name=$1 url=$2 dir=$3 commit=$4 pinned_by=$5
   if ! git -C "$dir" rev-parse --git-dir >/dev/null 2>&1; then
     rm -rf "$dir"
     say "cloning $url"
@@ -58,9 +69,19 @@ while read -r name url commit; do
     fi
     say "checking out $name at $commit"
     git -C "$dir" checkout -q --force --detach "$commit" >"$log" 2>&1 ||
-      die "$url has no commit $commit: check rwth-i6.lock"
+      die "$url has no commit $commit: check $pinned_by"
     changed=1
   fi
+}
+
+# 1. and 2. The virtual environment with the PyPI packages, exactly as pinned.
+make_venv "$venv" "$root/requirements.txt"
+
+# 3. The rwth-i6 projects from their real URLs, at the commits of rwth-i6.lock; a checkout at another
+#    commit or with modified tracked files is repaired.
+mkdir -p "$deps/src" "$deps/recipe"
+while read -r name url commit; do
+  checkout "$name" "$url" "$deps/src/$name" "$commit" rwth-i6.lock
 done < <(grep -v '^#' "$root/rwth-i6.lock" | grep .)
 
 # 4. Make them importable the way i6 setups do: i6_core and returnn_common as top-level packages under
@@ -83,6 +104,18 @@ if ! (cd /tmp && "$venv/bin/python" -c 'import i6_rc_jobs' 2>/dev/null); then
   "$venv/bin/pip" install --disable-pip-version-check --no-deps --no-build-isolation -e "$root" >"$log" 2>&1 ||
     die "pip install -e $root failed"
   changed=1
+fi
+
+# 6. With --returnn-range: the older RETURNNs, each with the TensorFlow of its time, from the same RETURNN URL.
+if [ "$range" = 1 ]; then
+  url=$(awk '$1 == "returnn" {print $2}' "$root/rwth-i6.lock")
+  for requirements in "$root"/returnn-range/*.txt; do
+    name=$(basename "$requirements" .txt)
+    commit=$(awk '$1 == "#" && $2 == "returnn" {print $3}' "$requirements")
+    [ -n "$commit" ] || die "$requirements names no commit: it needs a line '# returnn <commit>'"
+    make_venv "$root/.venv-returnn-$name" "$requirements"
+    checkout "returnn-$name" "$url" "$deps/src/returnn-$name" "$commit" "returnn-range/$name.txt"
+  done
 fi
 
 if [ "$changed" = 1 ]; then

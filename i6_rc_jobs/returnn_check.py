@@ -11,7 +11,9 @@ Python with RETURNN but without i6_rc_jobs (it imports nothing of the package).
 
 TensorFlow is imported only inside the functions, so importing this module (and i6_rc_jobs) stays light.
 Set ``CUDA_VISIBLE_DEVICES=""`` in the environment on machines with nvcc but without a GPU,
-otherwise RETURNN tries to compile its native ops with CUDA.
+otherwise RETURNN tries to compile its native ops with CUDA (RETURNN before 2026-01-02 needs ``DISABLE_CUDA=1``).
+
+The CLI refuses a RETURNN older than :data:`OLDEST_RETURNN` in one line, before it loads anything.
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ import argparse
 import contextlib
 import io
 import os
+import re
 import sys
 import tempfile
 import types
@@ -29,7 +32,25 @@ if TYPE_CHECKING:
     from returnn.config import Config
     from returnn.tf.network import TFNetwork
 
-__all__ = ["NetworkCheckError", "construct_networks", "construct_networks_from_config", "network_in_new_graph", "main"]
+__all__ = [
+    "OLDEST_RETURNN",
+    "NetworkCheckError",
+    "construct_networks",
+    "construct_networks_from_config",
+    "network_in_new_graph",
+    "unsupported_returnn",
+    "main",
+]
+
+#: The oldest RETURNN that written configs and this check support: the commit date as RETURNN's version string has it
+#: (``1.YYYYMMDD.HHMMSS``), and how to name it. Older ones fail for want of what came with it: RandomLayer, which
+#: initializes every returnn_common parameter, asserted TensorFlow <= 2.11 (no Python 3.11 has one) until this commit;
+#: ``BehaviorVersion._get_state`` (used below) came on 2023-09-19, ``returnn.tensor`` (the configs import it) on
+#: 2023-02-24.
+OLDEST_RETURNN = (20240111, "2024-01-11 (ebea0fa34)")
+#: RETURNN's behavior version 20 came on 2024-01-05: for a RETURNN whose version string has no date (a copy without
+#: .git and without PKG-INFO says ``1.0.0``), the closest feature check of that date.
+_OLDEST_BEHAVIOR_VERSION = 20
 
 
 class NetworkCheckError(Exception):
@@ -357,6 +378,27 @@ def output_kept() -> Iterator[None]:
                     sys.stderr.write(f"--- what RETURNN printed ---\n{kept}\n--- end of what RETURNN printed ---\n")
 
 
+def unsupported_returnn(returnn: types.ModuleType) -> Optional[str]:
+    """Why the imported ``returnn`` package is too old for written configs and this check (one line naming the
+    supported range and the fix), or None. By its version string, else by a feature of the oldest one's time."""
+    version = getattr(returnn, "__version__", "")
+    dated = re.fullmatch(r"1\.(\d{8})(\.\d+)?", version)
+    if dated:
+        too_old = int(dated.group(1)) < OLDEST_RETURNN[0]
+    else:
+        from returnn.util.basic import BehaviorVersion
+
+        # noinspection PyProtectedMember
+        too_old = getattr(BehaviorVersion, "_latest_behavior_version", 0) < _OLDEST_BEHAVIOR_VERSION
+    if not too_old:
+        return None
+    return (
+        f"RETURNN {version or '(no version)'} from {os.path.dirname(os.path.dirname(returnn.__file__))} is too old: "
+        f"i6_rc_jobs's written configs and its check support RETURNN {OLDEST_RETURNN[1]} and later; give "
+        f"CreateConfigJob (and the training) returnn_root=... a newer RETURNN checkout"
+    )
+
+
 def main(argv: Optional[Sequence[str]] = None) -> int:
     """CLI: print the number of layers per epoch, or the error and exit code 1."""
     parser = argparse.ArgumentParser(description="Construct the TF networks of a RETURNN config, as RETURNN would.")
@@ -378,6 +420,10 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         )
         return 2
     print(f"RETURNN {returnn.__version__} from {os.path.dirname(os.path.dirname(returnn.__file__))}")
+    too_old = unsupported_returnn(returnn)
+    if too_old:
+        print(f"error: {too_old}", file=sys.stderr)
+        return 2
     try:
         with contextlib.nullcontext() if args.verbose else output_kept():
             result = construct_networks(args.config, args.epochs, as_rnn_py=True)

@@ -25,13 +25,24 @@ derived dim's ``derived_from_tag`` is one of its inputs, which RETURNN sets agai
 from __future__ import annotations
 
 import copy
+import os
 import uuid
 import weakref
 from typing import Any, Iterable, Optional
 
+import returnn
 from returnn.tensor import Dim, batch_dim, single_step_dim
-from returnn.tensor._dim_extra import derived_capacity_memoized_dims
 from returnn.tensor.marked_dim import MarkedDim
+
+try:
+    from returnn.tensor._dim_extra import derived_capacity_memoized_dims
+except ImportError as exc:  # what a Dim carries came with RETURNN 823b520e5: an older one cannot be read right
+    where = os.path.dirname(returnn.__path__[0])
+    raise ImportError(
+        f"the serializer reads dims as RETURNN 2026-07-29 (823b520e5) and later make them (bounded_by, derived "
+        f"capacities), but the manager imports RETURNN {returnn.__version__} from {where}: give the manager "
+        f"(recipe/returnn) a RETURNN of then or later; the one that trains (returnn_root) may be older"
+    ) from exc
 
 from .errors import SerializationError, describe
 from .naming import NameAllocator
