@@ -145,3 +145,14 @@ def test_a_new_user_finds_each_task_from_the_readme_in_one_or_two_clicks(topic):
     first = _links(REPO / "README.md")
     second = {target for linked in first if linked.suffix == ".md" and linked.is_file() for target in _links(linked)}
     assert (REPO / page).resolve() in first | second, f"{page} is not linked from the README nor from a page it links"
+
+
+def test_every_command_the_pages_name_exists():
+    """A renamed or removed command cannot linger in the prose (its options and statuses are on the generated page)."""
+    named = {
+        f"{page.relative_to(REPO)}: {name}"
+        for page in pages()
+        for name in re.findall(r"python (?:-m |recipe/)i6_rc_jobs ([\w-]+)", page.read_text())
+        if name not in COMMANDS
+    }
+    assert named == set()
