@@ -48,6 +48,7 @@ def _text(text: str) -> list[nodes.Node]:
 
 
 def _argument(action: argparse.Action) -> nodes.definition_list_item:
+    """An argument as the page lists it: its name or options (with the value's metavar), its help and default."""
     if action.option_strings:
         term = ", ".join(action.option_strings) + (
             f" {action.metavar or action.dest.upper()}" if action.nargs != 0 else ""
@@ -65,10 +66,6 @@ def _argument(action: argparse.Action) -> nodes.definition_list_item:
     )
 
 
-def _definitions(items: list[nodes.definition_list_item]) -> nodes.definition_list:
-    return nodes.definition_list("", *items)
-
-
 class CliReference(SphinxDirective):
     """Every command: what it does, usage, arguments, exit statuses and an example."""
 
@@ -82,20 +79,22 @@ class CliReference(SphinxDirective):
             section += nodes.paragraph("", "", *_text(parser.description or ""))
             usage = parser.format_usage().removeprefix("usage: ").strip()
             section += nodes.literal_block(usage, usage, language="text")
+            # argparse keeps the arguments only there (sphinx-argparse reads them there too); all but -h
             arguments = [a for a in parser._actions if not isinstance(a, argparse._HelpAction)]
             if arguments:
                 section += nodes.rubric("", "Arguments")
-                section += _definitions([_argument(action) for action in arguments])
+                section += nodes.definition_list("", *(_argument(action) for action in arguments))
             section += nodes.rubric("", "Exit status")
-            section += _definitions(
-                [
+            section += nodes.definition_list(
+                "",
+                *[
                     nodes.definition_list_item(
                         "",
                         nodes.term(str(status.value), str(status.value)),
                         nodes.definition("", nodes.paragraph("", "", *_text(status.meaning))),
                     )
                     for status in module.Exit
-                ]
+                ],
             )
             section += nodes.rubric("", "Example")
             example = f"{parser.prog} {module.EXAMPLE}"
