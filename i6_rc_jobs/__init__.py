@@ -16,6 +16,8 @@ _EXPORTS = {
     "DimRef": "i6_rc_jobs.serialization.refs",
     "CreateConfigJob": "i6_rc_jobs.jobs.create_config",
     "CheckedReturnnConfig": "i6_rc_jobs.serialization.config_file",
+    "build": "i6_rc_jobs.builds",
+    "build_many": "i6_rc_jobs.builds",
 }
 __all__ = sorted(_EXPORTS)
 

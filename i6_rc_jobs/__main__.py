@@ -14,6 +14,7 @@ COMMANDS = {
     "prefetch": "i6_rc_jobs.cli.prefetch",
     "ide-paths": "i6_rc_jobs.cli.ide_paths",
     "same-model": "i6_rc_jobs.cli.same_model",
+    "builds": "i6_rc_jobs.cli.builds",
 }
 
 

@@ -2,7 +2,7 @@
 # Runs the example Sisyphus setup end to end with the repo's .venv: ./recipe_examples/run.sh [DIR]
 #
 # DIR (default: recipe_examples/ itself) gets work/, output/ and alias/; a DIR other than recipe_examples/ first
-# gets a copy of settings.py and config/ (kept if already there), so it is a self-contained setup directory.
+# gets a copy of settings.py, config/ and recipe/ (kept if already there), so it is a self-contained setup directory.
 # Exit status: 0 if all registered outputs exist, 1 if a job failed (its log is printed), 2 otherwise
 # (the manager failed, e.g. an exception in config/, or timed out).
 # A second run finds everything finished and only refreshes the output/ and alias/ links.
@@ -20,10 +20,12 @@ mkdir -p "$dir"
 dir=$(cd "$dir" && pwd)
 if [ "$dir" != "$here" ]; then
   [ -e "$dir/settings.py" ] || cp "$here/settings.py" "$dir/settings.py"
-  if [ ! -e "$dir/config" ]; then
-    mkdir "$dir/config"
-    cp "$here"/config/*.py "$dir/config/"
-  fi
+  for part in config recipe; do
+    if [ ! -e "$dir/$part" ]; then
+      mkdir "$dir/$part"
+      cp "$here/$part"/*.py "$dir/$part/"
+    fi
+  done
 fi
 # Without work/, `sis manager` asks whether to create it and dies reading the answer.
 mkdir -p "$dir/work"

@@ -40,6 +40,7 @@ TOPICS = {
     "debug a changed hash": ("docs/guide/debugging-hashes.md", "hash-diff"),
     "versioned imports for a team": ("docs/guide/versioned-imports.md", "Versioned imports for a team"),
     "the command line": ("docs/reference/cli.md", "Command line"),
+    "building models out of the manager": ("docs/guide/builds.md", "Builds out of the manager"),
 }
 
 

@@ -133,14 +133,8 @@ CASES: dict[str, tuple[Net, Net, Net]] = {
     ),
     "inert-options": (
         noisy(linear("data"), noise(hidden_dim)),
-        noisy(
-            linear("data", out_shape={batch_dim, time_dim, hidden_dim}),
-            {**noise(hidden_dim), "shape_deps": ["data"]},
-        ),
-        noisy(
-            linear("data", out_dim=other_dim, out_shape={batch_dim, time_dim, other_dim}),
-            {**noise(other_dim), "shape_deps": ["data"]},
-        ),
+        noisy(linear("data", out_shape={batch_dim, time_dim, hidden_dim}), noise(hidden_dim)),
+        noisy(linear("data", out_dim=other_dim, out_shape={batch_dim, time_dim, other_dim}), noise(other_dim)),
     ),
     "unset-options": (
         {"ff": linear("data"), "act": relu("ff"), "output": out("act"), "loss": scaled_loss()},

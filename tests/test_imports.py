@@ -27,7 +27,7 @@ from sisyphus.hash import sis_hash_helper
 import i6_rc_jobs
 
 from i6_rc_jobs.imports import VersionedImportError, import_
-from i6_rc_jobs.imports.cache import ENV, _into_place
+from i6_rc_jobs.imports.cache import ENV, into_place
 from i6_rc_jobs.imports.dev import ENV as DEV_ENV
 from tests.support.pins import version as pinned_version
 from tests.support.sisyphus_setup import job_dirs, make_setup, run_manager
@@ -287,7 +287,7 @@ def test_a_tree_put_in_place_by_another_host_meanwhile_is_kept(tmp_path):
     for directory, text in ((target, "first"), (partial, "second")):
         directory.mkdir()
         (directory / "file.py").write_text(text)
-    _into_place(partial, target)
+    into_place(partial, target)
     assert (target / "file.py").read_text() == "first"
 
 

@@ -16,6 +16,7 @@ from returnn.tensor import Dim, batch_dim
 from i6_rc_jobs import ReturnnCommonSerializer, SerializationError
 from i6_rc_jobs.serialization.numpy_values import READABLE_ITEMS
 from tests.support import net_functions
+from tests.support.dims import value_bytes
 from tests.test_serializer import REPO, load
 
 NAN_NEGATIVE_PAYLOAD = numpy.frombuffer(bytes.fromhex("0100c0ff"), dtype="<f4")[0]  # a NaN that float("nan") is not
@@ -64,7 +65,7 @@ def _same(value, loaded) -> None:
     value = value.astype(value.dtype.newbyteorder("<")) if value.dtype.str[0] == ">" else value
     assert type(loaded) is type(value), (type(loaded), type(value))
     assert loaded.dtype.str == value.dtype.str and loaded.shape == value.shape
-    assert numpy.ascontiguousarray(loaded).tobytes() == numpy.ascontiguousarray(value).tobytes()
+    assert value_bytes(loaded) == value_bytes(value)
 
 
 @pytest.mark.parametrize("name", sorted(ARRAYS) + sorted(SCALARS))

@@ -377,7 +377,7 @@ def test_command_line_without_a_known_command_prints_usage():
     proc = subprocess.run([sys.executable, "-m", "i6_rc_jobs"], capture_output=True, text=True, cwd=REPO)
     assert (
         proc.returncode == 2
-        and "usage: python -m i6_rc_jobs {hash-diff,fetch,prefetch,ide-paths,same-model}" in proc.stderr
+        and "usage: python -m i6_rc_jobs {hash-diff,fetch,prefetch,ide-paths,same-model,builds}" in proc.stderr
     )
 
 

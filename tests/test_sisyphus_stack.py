@@ -1,6 +1,6 @@
 """The pinned Sisyphus stack end to end: the real `sis manager` with a LocalEngine, and recipe_examples/run.sh."""
 
-import importlib.util
+import ast
 import math
 import os
 import shutil
@@ -140,11 +140,10 @@ def example_epochs(out: Path) -> dict[int, dict]:
 
 
 def _example_num_epochs() -> int:
-    """NUM_EPOCHS of the example's config (loading it builds nothing)."""
-    spec = importlib.util.spec_from_file_location("task12ax_example", EXAMPLES / "config" / "task12ax.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module.NUM_EPOCHS
+    """NUM_EPOCHS of the example's config (read from its code: the config imports the setup's recipe/)."""
+    tree = ast.parse((EXAMPLES / "config" / "task12ax.py").read_text())
+    (value,) = [node.value for node in tree.body if isinstance(node, ast.Assign) and node.targets[0].id == "NUM_EPOCHS"]
+    return ast.literal_eval(value)
 
 
 def test_run_sh_task12ax_end_to_end(tmp_path):
@@ -186,3 +185,20 @@ def test_run_sh_task12ax_end_to_end(tmp_path):
     assert _snapshot(work) == files_before
     assert second_secs < 60, f"second run took {second_secs:.0f} s"
     print(f"run.sh: first run {first_secs:.1f} s, second run {second_secs:.1f} s", file=sys.stderr)
+
+    # The model came from the build cache: the manager imported neither TensorFlow nor returnn_common (Python's
+    # import log of the manager process, which has every module it imported).
+    manager = subprocess.run(
+        [str(VENV / "bin" / "sis"), "manager", "-r", "-co"],
+        cwd=setup,
+        env=dict(_env(), PYTHONPROFILEIMPORTTIME="1", I6_RC_JOBS_ROOT=str(ROOT)),
+        input="u\n",
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    imported = [
+        line.rsplit("|", 1)[1].strip() for line in manager.stderr.splitlines() if line.startswith("import time:")
+    ]
+    assert "i6_rc_jobs.builds.client" in imported and "task12ax_model" in imported, _tail(manager)
+    assert not [name for name in imported if "tensorflow" in name or "returnn_common" in name], _tail(manager)

@@ -13,10 +13,18 @@ from i6_core.returnn.config import CodeWrapper
 from sisyphus.delayed_ops import DelayedBase
 from sisyphus.hash import sis_hash_helper
 
-from ..serialization.errors import SerializationError
-from ..serialization.numpy_values import check_numpy, little_endian, numpy_of
+from ..serialization.errors import SerializationError, describe
+from ..serialization.numpy_values import check_numpy, little_endian, numpy_of, stored_bytes
 from ..serialization.refs import DimRef, MarkedRef, derived_shape
-from ..serialization.values import LEAF_TYPES, check_leaf, imported_source, is_namedtuple, key_step, walk_guarded
+from ..serialization.values import (
+    LEAF_TYPES,
+    check_leaf,
+    imported_source,
+    is_namedtuple,
+    key_step,
+    walk_guarded,
+    wrapper_code,
+)
 
 
 class Token:
@@ -99,7 +107,7 @@ def _code_token(wrapper: CodeWrapper) -> Token:
     plain i6_core hashes it: a job's output path by its job, an unset Variable without asking for its value."""
     if isinstance(wrapper.code, DelayedBase):
         return Token(f"code-delayed {sis_hash_helper(wrapper.code).hex()}")
-    code = repr(wrapper)
+    code = wrapper_code(wrapper)
     if "<" in code or ">" in code:
         return Token(f"code={code!r}")
     return Token(f"code {code}")
@@ -116,7 +124,7 @@ def _numpy_token(value: Any, numpy: Any) -> Token:
     little-endian, as written. The dtype as a string literal (``'<f4'``): it holds ``<``."""
     check_numpy(value, numpy)
     value = little_endian(value)
-    data = numpy.ascontiguousarray(value).tobytes()
+    data = stored_bytes(value, numpy)
     if isinstance(value, numpy.generic):
         return Token(f"numpy-scalar {value.dtype.str!r} {data.hex()}")
     return Token(f"numpy-array {value.dtype.str!r} {value.shape!r} sha256:{hashlib.sha256(data).hexdigest()}")
@@ -149,6 +157,7 @@ class Canonicalizer:
         self._unhashed: dict[int, tuple[str, ...]] = {}
         self._readings: Optional[DescriptionReadings] = None
         self._shapes: dict[int, tuple] = {}  # id(DimRef) -> (kind, size), computed once per hash (refs.derived_shape)
+        self._copy_aliases: dict[tuple, DimRef] = {}  # (id(base), kind, match_priority) -> the copy, see _alias
 
     def sections(
         self,
@@ -160,8 +169,8 @@ class Canonicalizer:
         sections say where (which of them are the data's dims stays in the hash), and ``readings`` adds what RETURNN
         reads of descriptions."""
         self._sections = sections
-        self._unhashed = occurrence_paths(unhashed, _Probe(Canonicalizer()))  # before numbering: state-free
         self._readings = readings
+        self._unhashed = occurrence_paths(unhashed, _Probe(Canonicalizer()), self._alias)  # before numbering
         form = {name: walk_guarded(self._value, value, name) for name, value in sections}
         if readings is not None:
             outside = sorted(
@@ -172,6 +181,25 @@ class Canonicalizer:
             if outside:  # e.g. the data's time dim, read by a layer as "stag:time", with extern_data unhashed
                 form["<descriptions read in unhashed parts>"] = outside
         return form
+
+    def _alias(self, ref: DimRef) -> DimRef:
+        """The dim the hash takes ``ref`` for: a copy whose description no axis string reads is its base if it
+        differs from it only by that description, else one copy per base, kind and match_priority (descriptions
+        are cosmetic; the written code keeps them for axis strings)."""
+        base = ref.copy_of
+        if base is None or (ref.description is not None and self._readings and self._readings.extras(ref)):
+            return ref
+        if ref.kind == base.kind and ref.match_priority == base.match_priority:
+            return base
+        key = (id(base), ref.kind, ref.match_priority)
+        alias = self._copy_aliases.get(key)
+        if alias is None:  # copies alike are one variable in the written code too, unless edits made them two
+            alias = DimRef("hashed_copy_dim", kind=ref.kind, copy_of=base, match_priority=ref.match_priority)
+            self._copy_aliases[key] = alias
+        return alias
+
+    def _dependencies(self, ref: DimRef) -> list[DimRef]:
+        return [self._alias(dep) for dep in ref.dependencies()]
 
     def describe_dim(self, index: int) -> str:
         return f"dim#{index} {self.definitions[index]}"
@@ -236,10 +264,10 @@ class Canonicalizer:
         try:
             pairs = sorted(value.items())  # str keys are distinct: values are never compared
         except (TypeError, ValueError):  # dims or mixed types as keys (numpy compares a scalar with a tuple as arrays)
-            return dict(self._in_order(value, lambda key: self._pair(key, value[key])))
+            return self._keyed_in_order(value)
         # keys that sort without a total order (sets by inclusion, nan) would keep their insertion order
         if pairs and type(pairs[0][0]) is not str and not all(a[0] < b[0] for a, b in zip(pairs, pairs[1:])):
-            return dict(self._in_order(value, lambda key: self._pair(key, value[key])))
+            return self._keyed_in_order(value)
         out = {}
         walk = self._value
         for key, item in pairs:
@@ -247,7 +275,32 @@ class Canonicalizer:
                 out[key if type(key) is str else walk(key)] = item if type(item) in LEAF_TYPES else walk(item)
             except SerializationError as e:
                 raise e.at(key_step(key))
+        if len(out) < len(value):
+            self._refuse_alike_keys(value)
         return out
+
+    def _keyed_in_order(self, value: dict) -> dict:
+        """A dict whose keys do not sort, in canonical order: keys alike in form (nan, nan) by their values'."""
+        probe = _Probe(self)
+        out = dict(
+            self._in_order(value, lambda key: self._pair(key, value[key]), lambda key: repr(probe.value(value[key])))
+        )
+        if len(out) < len(value):
+            self._refuse_alike_keys(value)
+        return out
+
+    def _refuse_alike_keys(self, value: dict) -> None:
+        """Two keys of ``value`` hash alike (two CodeWrappers of one code, two Sisyphus values of one hash): the
+        written config would spell them alike too, and load one of them."""
+        seen: dict[str, Any] = {}
+        for key in value:
+            form = repr(self._value(key))  # numbers dims on: no hash follows
+            if form in seen:
+                raise SerializationError(
+                    f"keys {describe(seen[form])} and {describe(key)} are written alike ({form}), and the written "
+                    f"config would load them as one key: make them distinct"
+                )
+            seen[form] = key
 
     def _items(self, value) -> list:
         out = []
@@ -277,6 +330,11 @@ class Canonicalizer:
         index = self.index.get(id(ref))
         if index is not None:
             return self._later[index]
+        alias = self._alias(ref)
+        if alias is not ref:  # numbered as its base, and found by its own id from now on
+            token = self._dim(alias)
+            self.index[id(ref)] = self.index[id(alias)]
+            return token
         # Inputs first, so they get the lower indices; where one occurs first, its token spells out its definition.
         # A depth-first walk without recursion (chains of thousands of derived dims occur): each dim is numbered
         # after its dependencies, and spelled out in the definition of the dim whose walk numbered it.
@@ -290,12 +348,12 @@ class Canonicalizer:
             if id(top) not in spelled_by:
                 spelled_by[id(top)] = parent
                 stack.append((top, parent))
-                deps = [d for d in top.dependencies() if d.global_name is None and id(d) not in self.index]
+                deps = [d for d in self._dependencies(top) if d.global_name is None and id(d) not in self.index]
                 stack.extend((dep, id(top)) for dep in reversed(deps))
                 continue
-            if any(dep.global_name is None and id(dep) not in self.index for dep in top.dependencies()):
+            if any(dep.global_name is None and id(dep) not in self.index for dep in self._dependencies(top)):
                 raise SerializationError(f"DimRef {top.name!r} is derived from itself")  # met again inside its walk
-            dep_tokens = iter([self._dep_token(dep, top, first, spelled_by) for dep in top.dependencies()])
+            dep_tokens = iter([self._dep_token(dep, top, first, spelled_by) for dep in self._dependencies(top)])
             index = len(self.definitions)
             definition = self._definition(top, lambda _dep: next(dep_tokens))  # in dependencies() order
             self.index[id(top)] = index
@@ -316,6 +374,7 @@ class Canonicalizer:
         """What a dim is without its index: orders dims not numbered yet (only in sets and dim-keyed dicts). Built
         from its dependencies' without recursion."""
         done: dict[int, str] = {}
+        ref = self._alias(ref)
         stack, expanded = [ref], set()
         while stack:
             top = stack[-1]
@@ -323,7 +382,7 @@ class Canonicalizer:
                 stack.pop()
                 done[id(top)] = top.global_name or f"#{self.index[id(top)]}"
                 continue
-            pending = [d for d in top.dependencies() if id(d) not in done]
+            pending = [d for d in self._dependencies(top) if id(d) not in done]
             if pending:
                 if id(top) in expanded:  # its dependencies were walked, yet one is not done: it is among them
                     raise SerializationError(f"DimRef {top.name!r} is derived from itself")
@@ -331,7 +390,7 @@ class Canonicalizer:
                 stack.extend(pending)
                 continue
             stack.pop()
-            done[id(top)] = f"({self._definition(top, lambda dep: done[id(dep)])})"
+            done[id(top)] = f"({self._definition(top, lambda dep: done[id(self._alias(dep))])})"
         return done[id(ref)]
 
     def _definition(self, ref: DimRef, name_of) -> str:
@@ -365,15 +424,18 @@ class Canonicalizer:
             return f"{kind} {size} = {ref.op}({operands}){extras}"
         return f"{kind} {size}{extras}"
 
-    def _in_order(self, items: Iterable, visit: Callable[[Any], Any]) -> list:
+    def _in_order(
+        self, items: Iterable, visit: Callable[[Any], Any], tiebreak: Optional[Callable[[Any], str]] = None
+    ) -> list:
         """``visit`` of each of ``items`` (set elements or dict keys), in canonical order: plain values by canonical
         form, then the globals, numbered dims by index, dims not numbered yet by what they are, then by where else
-        their dims occur. Items alike in all that whose new dims occur elsewhere too are a tie: which goes first is
-        :meth:`_choose`'s, and the others are ordered again once its dims are numbered."""
+        their dims occur, then by ``tiebreak`` (a dict key by its value). Items alike in all that whose new dims occur
+        elsewhere too are a tie: which goes first is :meth:`_choose`'s, and the others are ordered again once its dims
+        are numbered."""
         out = []
         pending = list(items)
         while pending:
-            ordered, tie = self._ordered(pending)
+            ordered, tie = self._ordered(pending, tiebreak)
             if tie is None:
                 out.extend(map(visit, ordered))
                 break
@@ -384,13 +446,15 @@ class Canonicalizer:
             pending = ordered[start:chosen] + ordered[chosen + 1 :]
         return out
 
-    def _ordered(self, items: list) -> tuple[list, Optional[tuple[int, int]]]:
+    def _ordered(
+        self, items: list, tiebreak: Optional[Callable[[Any], str]] = None
+    ) -> tuple[list, Optional[tuple[int, int]]]:
         """``items`` sorted, and the bounds of the first tie in that order (None if there is none)."""
         keyed = [(self._order_key(item), item) for item in items]
         keyed.sort(key=_first)
         if all(a[0] != b[0] for a, b in zip(keyed, keyed[1:])):
             return [item for _, item in keyed], None
-        keyed = [((key, self._profile(item)), item) for key, item in keyed]
+        keyed = [((key, self._profile(item), tiebreak(item) if tiebreak else ""), item) for key, item in keyed]
         keyed.sort(key=_first)
         ordered = [item for _, item in keyed]
         start = 0
@@ -406,7 +470,8 @@ class Canonicalizer:
         numbered yet in them occurs more than once (else each order gives the same text, and nothing later names
         their dims)."""
         profiles = self._profiles or {}
-        return any(id(dim) not in self.index and len(profiles.get(id(dim), ())) > 1 for dim in dims_in(alike))
+        dims = map(self._alias, dims_in(alike))
+        return any(id(dim) not in self.index and len(profiles.get(id(dim), ())) > 1 for dim in dims)
 
     def _choose(self, options: int) -> int:
         """Which of ``options`` tied items goes first: as ``choices`` says, else the first."""
@@ -421,6 +486,7 @@ class Canonicalizer:
 
     def _order_key(self, item: Any) -> tuple:
         if type(item) is DimRef:
+            item = self._alias(item) if id(item) not in self.index else item
             if item.global_name is not None:
                 return (0, item.global_name)
             if id(item) in self.index:
@@ -432,19 +498,20 @@ class Canonicalizer:
 
     def _profile(self, item: Any) -> tuple:
         """Where else the dims in ``item`` occur: for a dim, the sorted paths of its occurrences; for a tuple, those
-        of its items; for a set, those of its elements, sorted."""
+        of its items; for a set, those of its elements, sorted. Tagged by what they profile, so that any two compare
+        (a set may hold dims beside tuples of dims)."""
         cls = type(item)
         if cls is DimRef:
             if self._profiles is None:
-                self._profiles = occurrence_paths(self._sections, _Probe(self))
-            return self._profiles.get(id(item), ())
+                self._profiles = occurrence_paths(self._sections, _Probe(self), self._alias)
+            return ("dim", self._profiles.get(id(self._alias(item)), ()))
         if cls is MarkedRef:
             return self._profile(item.dim)
         if cls is set or cls is frozenset:
-            return tuple(sorted(map(self._profile, item)))
+            return ("set", tuple(sorted(map(self._profile, item))))
         if isinstance(item, tuple):
-            return tuple(map(self._profile, item))
-        return ()
+            return ("tuple", tuple(map(self._profile, item)))
+        return ("", ())
 
 
 #: How many complete canonical forms :func:`canonical` may make to resolve ties before it refuses the input.
@@ -508,7 +575,8 @@ class DescriptionReadings:
     """What RETURNN reads of dim descriptions: the names of the dicts' axis strings, and for each dim which of them
     it matches. A plain dim's token says which names its description matches (a rename that keeps them keeps the
     hash); the descriptions of the dims derived dims are made of are hashed in full, since RETURNN composes the
-    derived dims' descriptions from them. Copies match as their base (RETURNN's copies keep its description)."""
+    derived dims' descriptions from them. A copy matches by its own description and by its base's (the base's token
+    says which names that matches)."""
 
     def __init__(self, names: set[str], sections: list[tuple[str, Any]]):
         self.names = sorted(names)
@@ -521,8 +589,8 @@ class DescriptionReadings:
         return cls(names, sections) if names else None
 
     def extras(self, ref: DimRef) -> str:
-        if ref.global_name is not None or ref.copy_of is not None or ref.op is not None:
-            return ""
+        if ref.global_name is not None or ref.op is not None or (ref.copy_of is not None and ref.description is None):
+            return ""  # a copy without a description of its own is found as its base, whose token says by what
         description = ref.written_description()
         if id(ref) in self._made_into_derived and not ref.auto_generated:  # auto-generated: in full already
             return f" description={description!r}"
@@ -564,16 +632,18 @@ def dims_in(values: Iterable) -> Iterator[DimRef]:
             stack.extend(value)
 
 
-def occurrence_paths(sections: Iterable[tuple[str, Any]], probe: _Probe) -> dict[int, tuple[str, ...]]:
-    """For each dim, the sorted paths of all its occurrences in ``sections``; set elements are ``{}``, and dict keys
-    are ``{}=`` with the canonical form of their value (by ``probe``). Tells apart dims alike in everything else,
-    without their names."""
+def occurrence_paths(
+    sections: Iterable[tuple[str, Any]], probe: _Probe, alias: Callable[[DimRef], DimRef]
+) -> dict[int, tuple[str, ...]]:
+    """For each dim (as ``alias`` takes it), the sorted paths of all its occurrences in ``sections``; set elements
+    are ``{}``, and dict keys are ``{}=`` with the canonical form of their value (by ``probe``). Tells apart dims
+    alike in everything else, without their names."""
     paths: dict[int, list[str]] = {}
     stack: list[tuple[Any, str]] = [(value, name) for name, value in sections]
     while stack:
         value, path = stack.pop()
         if type(value) is DimRef:
-            paths.setdefault(id(value), []).append(path)
+            paths.setdefault(id(alias(value)), []).append(path)
             stack.extend((dep, f"{path}<-{i}") for i, dep in enumerate(value.dependencies()))
         elif type(value) is MarkedRef:
             stack.append((value.dim, f"{path}.{value.marker}"))
@@ -596,6 +666,7 @@ class _Probe(Canonicalizer):
     def __init__(self, owner: Canonicalizer):
         super().__init__()
         self.index = owner.index
+        self._readings, self._copy_aliases = owner._readings, owner._copy_aliases  # the owner's _alias
         self._owner = owner
 
     def value(self, item: Any) -> Any:
@@ -607,6 +678,12 @@ class _Probe(Canonicalizer):
     def _numbered(self, items) -> None:
         return None  # the fast path spells numbered dims as the owner's tokens; the probe has its own (``<#3>``)
 
-    def _in_order(self, items: Iterable, visit: Callable[[Any], Any]) -> list:
-        """By form alone: items alike in it give the same text in any order (dims are written by what they are)."""
-        return [visit(item) for item in sorted(items, key=self._order_key)]
+    def _refuse_alike_keys(self, value: dict) -> None:
+        """Keys alike in form (dims not numbered yet) are distinct keys all the same: the probe only orders."""
+
+    def _in_order(
+        self, items: Iterable, visit: Callable[[Any], Any], tiebreak: Optional[Callable[[Any], str]] = None
+    ) -> list:
+        """By form alone, then ``tiebreak``: items alike in both give the same text in any order (dims are written
+        by what they are)."""
+        return [visit(x) for x in sorted(items, key=lambda x: (self._order_key(x), tiebreak(x) if tiebreak else ""))]

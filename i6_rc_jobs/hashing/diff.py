@@ -15,6 +15,7 @@ from sisyphus.hash import sis_hash_helper
 from sisyphus.job import Job
 from sisyphus.job_path import AbstractPath
 
+from ..serialization.refs import DimRef
 from ..serialization.serialized_net import SerializedNet
 from .canonical import Canonicalizer, DimToken, Tagged, Token, dims_in
 from .sis_hash import canonical_form, layer_graphs
@@ -179,7 +180,10 @@ class _Side:
             self.form[name] = _by_path(self.form[name], graph.names)
             self.numbers[prefix + name] = {path: number for number, path in enumerate(graph.names)}
         index = self.canon.index
-        refs = {index[id(ref)]: ref for ref in dims_in(value for _, value in net.sections()) if id(ref) in index}
+        refs: dict[int, DimRef] = {}  # index -> a dim of it, named by a base rather than a copy hashed as it
+        for ref in dims_in(value for _, value in net.sections()):
+            if id(ref) in index and refs.setdefault(index[id(ref)], ref).copy_of is not None:
+                refs[index[id(ref)]] = ref
         self.names = {i: ref.written_description() for i, ref in refs.items()}
         self.made_of = {i: {index[id(d)] for d in ref.dependencies() if id(d) in index} for i, ref in refs.items()}
         self.first_at: dict[int, str] = {}

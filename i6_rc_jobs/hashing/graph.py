@@ -9,20 +9,25 @@ it. Dims stay DimRefs: the canonical form numbers them as for the dict scheme.""
 from __future__ import annotations
 
 import re
-from typing import Any, Iterator, Optional, Union
+from typing import Any, Optional, Union
 
 from ..serialization.errors import SerializationError
 from .canonical import Tagged, Token
 from .graph_rules import (
+    CLASS_REFERENCE_OPTIONS,
+    COMMON_REFERENCE_OPTIONS,
     INERT_OPTIONS,
     INITIAL_STATE_CLASSES,
+    KEYWORDS,
     LITERAL_OPTIONS,
     MARKING_OPTIONS,
     PARAMETER_FREE_CLASSES,
-    REFERENCE_OPTIONS,
+    REC_SCOPE_CLASSES,
     SCALAR_FUNCTIONS,
     SCALAR_OPERATORS,
     UNSET_VALUES,
+    VARIABLE_KEYWORDS,
+    VARIABLE_OPTIONS,
 )
 
 #: Nested subnetworks deeper than this are refused (each level is a scope; RETURNN itself recurses per level).
@@ -30,18 +35,24 @@ MAX_DEPTH = 200
 
 
 class _Layer:
-    """One layer of the dict: where it sits, its description and its effective TF name scope prefix."""
+    """One layer of the dict: where it sits (its path in the graph and in the serializer's dicts), its description
+    and its effective TF name scope prefix."""
 
-    __slots__ = ("path", "desc", "net", "prefix", "unit", "alias_of")
+    __slots__ = ("path", "where", "desc", "net", "prefix", "scope", "unit", "alias_of", "owns_parameters")
 
-    def __init__(self, path: str, desc: dict, net: _Net, prefix: str):
-        self.path, self.desc, self.net, self.prefix = path, desc, net, prefix
-        self.unit: Optional[_Net] = None  # its body: a loop's (rec with a dict unit), a subnetwork's with options
+    def __init__(self, path: str, where: str, desc: dict, net: _Net, prefix: str, unit: Optional[_Net] = None):
+        self.path, self.where, self.desc, self.net, self.prefix = path, where, desc, net, prefix
+        # Rule "parameter-scope": the prefix of its variables (a cell unit's under "rec/" without name_scope).
+        rec = desc["class"] in REC_SCOPE_CLASSES and desc.get("name_scope") is None
+        self.scope = prefix + "rec/" if rec else prefix
+        self.unit = unit  # its body: a loop's (rec with a dict unit), a subnetwork's with options
         self.alias_of = _alias_source(desc)
-
-    @property
-    def owns_parameters(self) -> bool:
-        return self.unit is None and self.desc.get("class") not in PARAMETER_FREE_CLASSES
+        # Whether the layer may create TF variables: by its class, or by an option any class reads.
+        self.owns_parameters = (
+            (unit is None and desc["class"] not in PARAMETER_FREE_CLASSES)
+            or any(key in desc and not _unset(desc[key], unset) for key, unset in VARIABLE_OPTIONS.items())
+            or any(desc.get(key) == keyword for key, keyword in VARIABLE_KEYWORDS.items())
+        )
 
 
 class _Net:
@@ -74,22 +85,12 @@ def _sorted_items(value: dict) -> list[tuple[Any, Any]]:
     return list(value.items())
 
 
-def _strings(value: Any) -> Iterator[str]:
-    """The strings in an option value."""
-    if type(value) is str:
-        yield value
-    elif type(value) is dict:
-        for item in value.values():
-            yield from _strings(item)
-    elif type(value) in (list, tuple):
-        for item in value:
-            yield from _strings(item)
-
-
 def _unset(value: Any, unset: tuple) -> bool:
     """Whether ``value`` is one of the ``unset`` values, of the same kind (numbers as numbers, not bools)."""
     for candidate in unset:
         if candidate is None and value is None:
+            return True
+        if type(candidate) is bool and value is candidate:
             return True
         if type(candidate) is float and type(value) in (int, float) and value == candidate:
             return True
@@ -98,26 +99,32 @@ def _unset(value: Any, unset: tuple) -> bool:
     return False
 
 
-def _respell(node: dict[str, Any]) -> None:
+def _respell(node: dict[str, Any], where: str) -> None:
     """Rule "value-spellings", on a node's options (in place)."""
     if node["class"] == "constant":
-        spelled = _constant(node)
+        spelled = _constant(node, where)
         if spelled is not None:
             node["value"], node["dtype"] = spelled
     if node["class"] in INITIAL_STATE_CLASSES and "initial_state" in node:
         node["initial_state"] = _initial_state(node["initial_state"])
 
 
-def _constant(desc: dict[str, Any]) -> Optional[tuple[Any, Any]]:
+def _constant(desc: dict[str, Any], where: str) -> Optional[tuple[Any, Any]]:
     """A constant layer's scalar value and dtype as the tensor RETURNN makes (rule "value-spellings"): the dtype
     given or inferred from the value's type, an int in a float dtype as the float it becomes; None for values that
-    are no bool, int or float."""
+    are no bool, int or float. An int too large for any float is refused (TF cannot make it: ValueError)."""
     value = desc.get("value", 0.0)  # ConstantLayer's default
     if type(value) not in (bool, int, float):
         return None
     dtype = desc.get("dtype") or {bool: "bool", int: "int32", float: "float32"}[type(value)]
     if type(dtype) is str and dtype.startswith("float") and type(value) is int:
-        value = float(value)  # tf.constant(0, dtype=float32) is 0.0
+        try:
+            value = float(value)  # tf.constant(0, dtype=float32) is 0.0
+        except OverflowError:
+            raise SerializationError(
+                f"an int of {len(str(abs(value)))} digits in dtype {dtype!r}: too large for a float, TF cannot make "
+                "this constant (give a float, e.g. float('inf'), or an int dtype)"
+            ).at(f"{where}['value']") from None
     return value, dtype
 
 
@@ -176,11 +183,14 @@ def _single_source(desc: dict) -> Optional[tuple[str, ...]]:
 
 
 def _flattens(desc: dict) -> bool:
-    """Rule "subnetwork-namespace": a subnetwork layer that is only a namespace."""
+    """Rule "subnetwork-namespace": a subnetwork layer that is only a namespace. Not with a name_scope: RETURNN's
+    SubnetworkLayer owns every variable under its scope, so with name_scope "" (or another layer's scope) it decides
+    which variables are trainable (a rec cell's under name_scope "" are only through it)."""
     return (
         desc.get("class") == "subnetwork"
         and _is_net(desc.get("subnetwork"))
         and set(desc) - INERT_OPTIONS <= {"class", "subnetwork", "from"}
+        and "name_scope" not in desc
         and _single_source(desc) is not None
     )
 
@@ -195,6 +205,9 @@ def _alias_source(desc: dict) -> Optional[str]:
     return sources[0]
 
 
+_PLAIN_WORD = re.compile(r"[A-Za-z0-9_.]+")  # a name that code holds as a word: split at anything else
+_WORD_SPLIT = re.compile(r"[^A-Za-z0-9_]+")
+_DOTTED_SPLIT = re.compile(r"[^A-Za-z0-9_.]+")
 _PLAIN_NAME = re.compile(r"[A-Za-z0-9.][A-Za-z0-9._]*")  # what get_valid_scope_name_from_str keeps as it is
 
 
@@ -237,22 +250,16 @@ class Graph:
         self._numbers: dict[int, int] = {}  # id(_Layer) -> number
         self._order: list[_Layer] = []
         self.names: list[str] = []
-        self._mentioned: set[str] = set()
         self._resolved: dict[tuple[str, int], Any] = {}  # (name, id(_Net)) -> what it finds
+        self._names: dict[str, list[tuple[str, _Layer]]] = {}  # a plain name -> the layers of that name
+        self._odd_names: list[tuple[str, _Layer]] = []  # layers of names with other characters
+        self._index(self._root)
         roots = self._roots()
         other = self._other(self._root, "")  # before the layers are made: names in it may number layers
         layers: list[dict] = []
-        kept: list[tuple[str, Token]] = []
-        while True:  # the layers reached, then those kept by name, and what those reach, until none is left
-            while len(layers) < len(self._order):
-                layers.append(self._node(self._order[len(layers)]))
-            more = self._kept_by_name()
-            if not more:
-                break
-            kept.extend(more)
+        while len(layers) < len(self._order):  # the layers reached, and what they reach, until none is left
+            layers.append(self._node(self._order[len(layers)]))
         self.form: dict[str, Any] = {"roots": roots, "layers": layers}
-        if kept:
-            self.form["kept by name"] = kept
         if other:
             self.form["other entries"] = other
 
@@ -271,27 +278,52 @@ class Graph:
                 layer_prefix = _scope_prefix(prefix, name, desc.get("name_scope"))
             except SerializationError as e:
                 raise e.at(f"{where}[{name!r}]['name_scope']")
-            layer = _Layer(net.path + name, desc, net, layer_prefix)
+            layer_where = f"{where}[{name!r}]"
             if _flattens(desc):
-                sub = _Net("sub", net, layer, _single_source(desc))
+                sub = _Net(
+                    "sub", net, _Layer(net.path + name, layer_where, desc, net, layer_prefix), _single_source(desc)
+                )
                 net.layers[name] = sub
                 self._parse(desc["subnetwork"], sub, layer_prefix, depth + 1, f"{where}[{name!r}]['subnetwork']")
                 continue
-            net.layers[name] = layer
             if desc["class"] == "rec" and _is_net(desc.get("unit")):
-                layer.unit = _Net("loop", net, layer)
-                unit_prefix = layer_prefix + ("rec/" if desc.get("name_scope") is None else "")
-                self._parse(desc["unit"], layer.unit, unit_prefix, depth + 1, f"{where}[{name!r}]['unit']")
+                body, kind = "unit", "loop"
             elif desc["class"] == "subnetwork" and _is_net(desc.get("subnetwork")):  # a subnetwork with options
-                layer.unit = _Net("subnet", net, layer)
-                self._parse(desc["subnetwork"], layer.unit, layer_prefix, depth + 1, f"{where}[{name!r}]['subnetwork']")
+                body, kind = "subnetwork", "subnet"
+            else:
+                net.layers[name] = _Layer(net.path + name, layer_where, desc, net, layer_prefix)
+                continue
+            layer = _Layer(net.path + name, layer_where, desc, net, layer_prefix, _Net(kind, net, None))
+            layer.unit.owner = layer
+            layer.unit.path = layer.path + "/"
+            if kind == "loop":
+                layer.unit.loop = layer
+            net.layers[name] = layer
+            self._parse(desc[body], layer.unit, layer.scope, depth + 1, f"{layer_where}[{body!r}]")
+
+    def _index(self, net: _Net) -> None:
+        """Every layer by its name, for the strings that may name it (:meth:`_ties`); a namespace by its output."""
+        for name, item in net.layers.items():
+            if type(item) is _Net:
+                self._index(item)
+                found = self._find("output", item, 0)
+                if found is None or type(found) is Tagged:
+                    continue
+                layer = found[0]
+            else:
+                layer = item
+                if item.unit is not None:
+                    self._index(item.unit)
+            if _PLAIN_WORD.fullmatch(name):
+                self._names.setdefault(name, []).append((name, layer))
+            else:
+                self._odd_names.append((name, layer))
 
     # Resolving names.
 
     def _resolve(self, text: str, net: _Net) -> Any:
         """What the name ``text`` read in ``net`` refers to: a token (a layer's number, marked prev/stacked/loop
-        input) or an extern_data key (Tagged), or None if it finds nothing. ``base:`` and ``prev:`` prefixes come
-        in any order (``base:prev:x`` in a subnetwork of a loop body). Once per name and scope: a name finds the
+        input) or an extern_data key (Tagged), or None if it finds nothing. Once per name and scope: a name finds the
         same each time (numbers, once given, stay)."""
         key = (text, id(net))
         if key not in self._resolved:
@@ -299,46 +331,41 @@ class Graph:
         return self._resolved[key]
 
     def _resolve_once(self, text: str, net: _Net) -> Any:
-        prev = False
-        while True:
-            if text.startswith("prev:"):
-                prev, text = True, text[len("prev:") :]
-            elif text.startswith("base:") and net.parent is not None:
-                net, text = net.parent, text[len("base:") :]
-            else:
-                break
         target = self._find(text, net, 0)
-        if target is None:
-            return None
-        if isinstance(target, Tagged):
-            return None if prev else target
-        layer, stacked, sub = target
+        if target is None or isinstance(target, Tagged):
+            return target
+        layer, stacked, sub, prev = target
         number = self._number(layer)
-        if prev:
-            if stacked or net.loop is None:
-                return None
-            token = Token(f"prev:layer#{number}")
-        else:
-            token = Token(f"stacked:layer#{number}" if stacked else f"layer#{number}")
+        token = Token(f"{prev}:layer#{number}" if prev else f"stacked:layer#{number}" if stacked else f"layer#{number}")
         return token if not sub else Tagged(("@sub-layer", token, sub))
 
-    def _find(self, text: str, net: _Net, hops: int) -> Any:
-        """(layer, stacked, sub-layer path) or an extern_data Tagged for ``text`` in ``net``, following namespaces and
-        aliases. A path into a layer that is no namespace nor loop (``split/0``) is that layer's sub-layer."""
+    def _find(self, text: str, net: _Net, hops: int, prev: str = "") -> Any:
+        """(layer, stacked, sub-layer path, prev mark) or a Tagged (extern data, a loop's or subnetwork's input) for
+        ``text`` in ``net``, as RETURNN's get_layer finds it: ``base:`` and ``prev:`` in any order (one ``prev:``),
+        then a layer of that name (also one named "data"), then "data"/"data:key", following namespaces and
+        aliases. A path into a layer that is no namespace nor loop (``split/0``) is that layer's sub-layer. The
+        previous frame of a copy alias or a namespace is their own (their initial output), not their source's."""
         if hops > MAX_DEPTH:
             return None  # a cycle of aliases: RETURNN cannot build it either; the name stays as it is
-        while text.startswith("base:"):
-            if net.parent is None:
-                return None
-            net, text = net.parent, text[len("base:") :]
-        if text == "data" or text.startswith("data:"):
-            return self._data(text, net, hops)
+        while True:
+            if text.startswith("base:"):
+                if net.parent is None:
+                    return None
+                net, text = net.parent, text[len("base:") :]
+            elif text.startswith("prev:"):
+                if prev:
+                    return None  # RETURNN: multiple 'prev:' prefixes are not allowed
+                prev, text = "prev", text[len("prev:") :]
+            else:
+                break
         head, _, rest = text.partition("/")
         item = net.layers.get(head)
+        if item is None and (text == "data" or text.startswith("data:")):
+            return self._data(text, net, hops, prev)
         stacked = False
         while rest and item is not None:
             if type(item) is _Layer and item.unit is None:
-                return item, stacked, rest
+                return self._prev(item, stacked, rest, prev)
             head, _, rest = rest.partition("/")
             if type(item) is _Net:
                 item = item.layers.get(head)
@@ -346,34 +373,75 @@ class Graph:
                 item, stacked = item.unit.layers.get(head), stacked or item.unit.kind == "loop"
         if type(item) is _Net:  # rule "subnetwork-namespace": the subnetwork's output
             found = self._find("output", item, hops + 1)
-            return None if found is None or type(found) is Tagged else (found[0], found[1] or stacked, found[2])
+            if found is None or type(found) is Tagged or found[3]:
+                return None
+            return self._prev(found[0], found[1] or stacked, found[2], "prev-of-subnetwork" if prev else "")
         if item is None:
             return None
-        if item.alias_of is not None:  # rule "copy-alias"
+        if item.alias_of is not None and not prev:  # rule "copy-alias"
             found = self._find(item.alias_of, item.net, hops + 1)
             if found is not None and type(found) is not Tagged:
-                return found[0], found[1] or stacked, found[2]
+                return found[0], found[1] or stacked, found[2], found[3]
             if found is not None and not stacked:
                 return found
-        return item, stacked, ""
+        return self._prev(item, stacked, "", prev)
 
-    def _data(self, text: str, net: _Net, hops: int) -> Any:
+    @staticmethod
+    def _prev(layer: _Layer, stacked: bool, sub: str, prev: str) -> Optional[tuple[_Layer, bool, str, str]]:
+        """The target, if ``prev`` can apply to it (a layer in the loop the name is read in)."""
+        if prev and (stacked or layer.net.loop is None):
+            return None
+        return layer, stacked, sub, prev
+
+    def _data(self, text: str, net: _Net, hops: int, prev: str) -> Any:
+        """ "data" or "data:key" read in ``net`` (where no layer has that name), as RETURNN's Subnetwork.get_data
+        and the rec cell resolve it."""
         key = "data" if text == "data" else text[len("data:") :]
         if net.kind == "sub":  # rule "subnetwork-namespace": "data" is the input; other keys are the parent's
             if key == "data":
-                return self._find(net.sources[0], net.parent, hops + 1) if net.sources else None
-            return self._data(text, net.parent, hops)
-        if net.kind == "loop":  # rule "loops": the per-frame input
-            if key in ("data", "source"):
-                return Tagged(("@loop-input", Token(f"layer#{self._number(net.owner)}")))
-            return self._data(text, net.parent, hops)
-        if net.kind == "subnet":  # its input, or by default (concat_sources) the parent's other data keys
-            if key == "data" or net.owner.desc.get("concat_sources", True) is not True:
-                return Tagged(("@subnetwork-input", Token(f"layer#{self._number(net.owner)}"), key))
-            return self._data(text, net.parent, hops)
-        if net.kind == "nested":
+                return self._find(net.sources[0], net.parent, hops + 1, prev) if net.sources else None
+            return self._data(text, net.parent, hops, prev)
+        if net.kind == "loop":  # rule "loops": "data:source" is the per-frame input, other keys extern data's frame
+            loop = Token(f"layer#{self._number(net.owner)}")
+            if key == "source":
+                return Tagged(("@prev-loop-input" if prev else "@loop-input", loop))
+            return Tagged(("@prev-loop-data" if prev else "@loop-data", loop, key))
+        if net.kind == "subnet":
+            return self._subnetwork_data(key, text, net, hops, prev)
+        if net.kind == "nested" or prev:
             return None
         return Tagged(("@data", key))
+
+    def _subnetwork_data(self, key: str, text: str, net: _Net, hops: int, prev: str) -> Any:
+        """Subnetwork.get_data: with concat_sources (the default) "data" is the owner's sources concatenated; without,
+        "data:<i>", "data:<source name>" and "data" (the first) are that source, as the owner's i-th "from" (which
+        its node hashes); any other key is the parent's. A concat_sources whose truth this cannot tell ties both."""
+        if prev:
+            return None
+        owner = Token(f"layer#{self._number(net.owner)}")
+        concat = net.owner.desc.get("concat_sources", True)
+        sources = net.owner.desc.get("from", "data")
+        sources = list(sources) if type(sources) in (list, tuple) else [sources]
+        if type(concat) not in (bool, int, float, str, type(None)):
+            return Tagged(
+                (
+                    "@either",
+                    self._subnetwork_data_as(True, key, text, net, hops, owner, sources),
+                    self._subnetwork_data_as(False, key, text, net, hops, owner, sources),
+                )
+            )
+        return self._subnetwork_data_as(bool(concat), key, text, net, hops, owner, sources)
+
+    def _subnetwork_data_as(
+        self, concat: bool, key: str, text: str, net: _Net, hops: int, owner: Token, sources: list
+    ) -> Any:
+        if concat and key == "data":
+            return Tagged(("@subnetwork-input", owner))
+        if not concat:
+            for i, source in enumerate(sources):
+                if key == source or key == str(i) or (key == "data" and i == 0):
+                    return Tagged(("@subnetwork-input", owner, i))
+        return self._data(text, net.parent, hops, "")
 
     def _number(self, layer: _Layer) -> int:
         number = self._numbers.get(id(layer))
@@ -424,22 +492,17 @@ class Graph:
                 continue
             if layer.unit is not None and key in ("unit", "subnetwork"):  # the body: its layers are nodes, see below
                 continue
-            if key in UNSET_VALUES and _unset(desc[key], UNSET_VALUES[key]):  # rule "unset-options"
+            if key in UNSET_VALUES and _unset(desc[key], UNSET_VALUES[key][not desc.get("loss")]):  # "unset-options"
                 continue
             value = desc[key]
             if key == "from" and type(value) is str:  # rule "from-list"
                 value = [value]
             elif key == "from" and type(value) is tuple:
                 value = list(value)
-            if key in LITERAL_OPTIONS:
-                node[key] = value
-                if key == "eval":  # code may still name a layer (rule "unreached"); kinds and modes never do
-                    self._mentioned.update(_strings(value))
-                continue
-            node[key] = self._value(value, layer.net, key in REFERENCE_OPTIONS, layer.prefix)
-        _respell(node)
+            node[key] = self._option(layer, key, value)
+        _respell(node, layer.where)
         if layer.owns_parameters:
-            node["@scope"] = layer.prefix
+            node["@scope"] = layer.scope
         loop = layer.net.loop
         if loop is not None:
             node["@loop"] = Token(f"layer#{self._number(loop)}")
@@ -460,8 +523,10 @@ class Graph:
     def _scalar_operation(self, layer: _Layer) -> Optional[dict[str, Any]]:
         """Rule "scalar-operands": a layer that applies a binary op to one layer and a float, as the combine of that
         layer with the float (a _Scalar in "from"); None for any other layer."""
-        desc, options = layer.desc, layer.desc.keys() - INERT_OPTIONS
-        sources = _single_source(desc)
+        desc = layer.desc
+        if desc["class"] not in ("eval", "combine"):
+            return None
+        options, sources = desc.keys() - INERT_OPTIONS, _single_source(desc)
         if desc.get("class") == "eval" and options == {"class", "eval", "from"} and sources and len(sources) == 1:
             found = _scalar_eval(desc["eval"]) if type(desc["eval"]) is str else None
             if found is not None:
@@ -484,45 +549,119 @@ class Graph:
 
     def _float_constant(self, text: str, net: _Net) -> Optional[float]:
         """The float of a scalar float32 constant layer that ``text`` finds (without numbering it), else None."""
-        if text.startswith("prev:"):
-            return None
         found = self._find(text, net, 0)
-        if found is None or type(found) is Tagged or found[1] or found[2]:
+        if found is None or type(found) is Tagged or found[1] or found[2] or found[3]:
             return None
         desc = found[0].desc
         if desc.get("class") != "constant" or desc.keys() - INERT_OPTIONS - {"class", "value", "dtype"}:
             return None
-        spelled = _constant(desc)
+        spelled = _constant(desc, found[0].where)
         return spelled[0] if spelled is not None and spelled[1] == "float32" and type(spelled[0]) is float else None
 
-    def _value(self, value: Any, net: _Net, reference: bool, prefix: str) -> Any:
-        """An option value with the names in it resolved: in a reference option a name that finds a layer becomes
-        its token; anywhere else such a name stays as it is, marked with the token of what it finds (so that layer
-        is kept, and which one it is counts). A net dict nested in an option is a scope of its own, with names."""
+    def _option(self, layer: _Layer, key: str, value: Any) -> Any:
+        """An option of a layer as RETURNN reads it: a literal as it is, a reference with its names resolved (rule
+        "layer-names"), anything else with the layers it could name tied to it."""
+        cls, net = layer.desc["class"], layer.net
+        if key == "activation" and type(value) is str and "(" in value:  # code (get_activation_function evals it)
+            return self._value(value, net, layer.prefix)
+        if key in LITERAL_OPTIONS:
+            return value
+        if key == "target":
+            return self._target(value, net, layer.prefix)
+        if key == "reuse_params":
+            return self._reuse_params(value, net, layer.prefix)
+        if key in COMMON_REFERENCE_OPTIONS or key in CLASS_REFERENCE_OPTIONS.get(cls, ()):
+            if key == "initial_output" and type(value) is not str:
+                return self._value(value, net, layer.prefix)  # LayerBase resolves only a str
+            return self._references(value, net, KEYWORDS.get(key, frozenset()), layer.prefix)
+        return self._value(value, net, layer.prefix)
+
+    def _references(self, value: Any, net: _Net, keywords: frozenset[str], prefix: str) -> Any:
+        """A reference option: each str in it (also in lists and as dict values) is a layer name, but keywords; a
+        name that finds nothing stays as any other string."""
+        cls = type(value)
+        if cls is str:
+            if value in keywords:
+                return value
+            found = self._resolve(value, net)
+            return found if found is not None else self._value(value, net, prefix)
+        if cls is list or cls is tuple:
+            out = [self._references(item, net, keywords, prefix) for item in value]
+            return out if cls is list else tuple(out)
+        if cls is dict and not _is_net(value) and not _is_layer(value):
+            return {key: self._references(item, net, keywords, prefix) for key, item in _sorted_items(value)}
+        return self._value(value, net, prefix)
+
+    def _target(self, value: Any, net: _Net, prefix: str) -> Any:
+        """LayerBase's "target": "layer:x" is the layer x; else a layer of that name if there is one (also as
+        "data:<target>"), else the extern_data key, which stays as it is."""
+        if type(value) in (list, tuple):
+            return type(value)(self._target(item, net, prefix) for item in value)
+        if type(value) is not str:
+            return self._value(value, net, prefix)
+        name = value[len("layer:") :] if value.startswith("layer:") else value
+        found = self._resolve(name, net)
+        if found is None and name is value:
+            found = self._resolve("data:" + value, net)
+            if type(found) is Tagged and found[0] == "@data":
+                return value
+        return found if found is not None else self._value(value, net, prefix)
+
+    def _reuse_params(self, value: Any, net: _Net, prefix: str) -> Any:
+        """ReuseParams.from_config_dict: a str is the layer to share with; in a dict, "reuse_layer" and "map" (each
+        str, and "reuse_layer" and "layer_output" of each dict in it) are layer names; all else is any value."""
+
+        def layers(value: dict, keys: tuple[str, ...]) -> dict:
+            return {
+                key: self._references(item, net, frozenset(), prefix) if key in keys else self._value(item, net, prefix)
+                for key, item in _sorted_items(value)
+            }
+
+        if type(value) is str:
+            return self._references(value, net, frozenset(), prefix)
+        if type(value) is not dict or type(value.get("map", {})) is not dict:
+            return self._value(value, net, prefix)
+        out = layers(value, ("reuse_layer",))
+        if "map" in value:
+            out["map"] = {
+                key: (
+                    layers(item, ("reuse_layer", "layer_output"))
+                    if type(item) is dict
+                    else self._references(item, net, frozenset(), prefix)
+                )
+                for key, item in _sorted_items(value["map"])
+            }
+        return out
+
+    def _value(self, value: Any, net: _Net, prefix: str) -> Any:
+        """A value of which this graph cannot prove what RETURNN does with it: as it is, each string in it tied to
+        the layer it finds as a name and to every layer whose name occurs in it (code such as an eval may name
+        layers anywhere in it), so that which layers those are counts. A net dict nested in a value is a scope of
+        its own, with names."""
         cls = type(value)
         if cls is _Scalar:  # rule "scalar-operands": a float in place of a source
             return value.token
         if cls is str:
             found = self._resolve(value, net)
-            if found is None:
-                self._mentioned.add(value)
-                return value
-            return found if reference else Tagged(("@named", value, found))
+            ties = self._ties(value)
+            return value if found is None and not ties else Tagged(("@named", value, found, ties))
         if cls is dict:
             if _is_net(value) or _is_layer(value):
                 return self._nested(value if _is_net(value) else {"layer": value}, net, prefix)
-            return {
-                key: (
-                    item
-                    if key in LITERAL_OPTIONS
-                    else self._value(item, net, reference or key in REFERENCE_OPTIONS, prefix)
-                )
-                for key, item in _sorted_items(value)
-            }
+            return {key: self._value(item, net, prefix) for key, item in _sorted_items(value)}
         if cls is list or cls is tuple:
-            out = [self._value(item, net, reference, prefix) for item in value]
+            out = [self._value(item, net, prefix) for item in value]
             return out if cls is list else tuple(out)
         return value
+
+    def _ties(self, text: str) -> list[tuple[str, Token]]:
+        """Every layer whose name occurs in ``text``: as a word (split at what no plain name holds), or for names
+        with other characters, anywhere; by name and path (numbers in that order)."""
+        names = self._names
+        words = set(_WORD_SPLIT.split(text)) | set(_DOTTED_SPLIT.split(text))
+        found = [(name, layer.path, layer) for word in words for name, layer in names.get(word, ())]
+        found.extend((name, layer.path, layer) for name, layer in self._odd_names if name in text)
+        return [(name, Token(f"layer#{self._number(layer)}")) for name, _, layer in sorted(found, key=lambda f: f[:2])]
 
     def _nested(self, network: dict, net: _Net, prefix: str) -> Tagged:
         """A net dict in an option other than a subnetwork's or a loop's (e.g. a cond layer's branches): its layers
@@ -539,16 +678,4 @@ class Graph:
 
     def _other(self, net: _Net, prefix: str) -> dict[str, Any]:
         """Entries of a net dict that are no layer (RETURNN ignores some, e.g. "#..." keys; all are kept)."""
-        return {key: self._value(value, net, False, prefix) for key, value in _sorted_items(net.other)}
-
-    def _kept_by_name(self) -> list[tuple[str, Token]]:
-        """Rule "unreached", its safety: a layer not reached whose name a kept string holds (an option RETURNN may
-        resolve in a way this graph does not know) is kept, by its path."""
-        unreached = sorted(
-            (layer.path, layer) for layer in self._all_layers(self._root) if id(layer) not in self._numbers
-        )
-        return [
-            (path, Token(f"layer#{self._number(layer)}"))
-            for path, layer in unreached
-            if any(path.rpartition("/")[2] in text for text in self._mentioned)
-        ]
+        return {key: self._value(value, net, prefix) for key, value in _sorted_items(net.other)}

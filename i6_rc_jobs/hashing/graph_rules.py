@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import NamedTuple
 
-GRAPH_FORMAT_VERSION = 1
+GRAPH_FORMAT_VERSION = 2
 
 
 class Rule(NamedTuple):
@@ -32,12 +32,14 @@ RULES: dict[str, Rule] = {
         Rule(
             "parameter-scope",
             "A layer that may own parameters carries its effective TF name scope as RETURNN resolves it "
-            "(nesting, name_scope '', relative and absolute, the 'rec/' of a loop): that is what names its "
+            "(nesting, name_scope '', relative and absolute, the 'rec/' of a loop or of a cell unit such as "
+            "'nativelstm2' without name_scope): that is what names its "
             "variables (checkpoints, param sharing), however the dict arrives at it.",
         ),
         Rule(
             "subnetwork-namespace",
-            "A subnetwork layer with at most one input and no other option is a namespace: its layers join the "
+            "A subnetwork layer with at most one input and no other option (no name_scope: RETURNN's SubnetworkLayer "
+            "owns every variable under its scope, which decides what is trainable) is a namespace: its layers join the "
             "graph, a reference to it means its 'output', and 'data' inside it means its input (RETURNN's "
             "SubnetworkLayer copies nothing: its output is the layer 'output' of the subnetwork).",
         ),
@@ -58,13 +60,12 @@ RULES: dict[str, Rule] = {
         Rule(
             "inert-options",
             "Options that do not change what a layer computes are dropped: 'out_shape' (a check that raises if the "
-            "output does not have that shape), 'shape_deps' (layers to construct first, for their dims) and "
-            "'name_scope' (replaced by the parameter scope it resolves to).",
+            "output does not have that shape) and 'name_scope' (replaced by the parameter scope it resolves to).",
         ),
         Rule(
             "unset-options",
-            "Options at a value RETURNN treats as not given are dropped: 'loss_scale' 1.0 (LayerBase applies a scale "
-            "only if it is not 1.0) or None, 'loss_opts' None or {}.",
+            "Options at a value RETURNN treats as not given are dropped: with a loss, 'loss_scale' 1.0 (LayerBase "
+            "applies a scale only if it is not 1.0) and 'loss_opts' None or {}; without a loss, either at None.",
         ),
         Rule(
             "value-spellings",
@@ -82,40 +83,99 @@ RULES: dict[str, Rule] = {
         Rule(
             "loops",
             "A layer inside a loop (a 'rec' layer with a dict unit) carries its loop's number; 'prev:x' stays "
-            "marked as the previous frame of x, the loop's per-frame input ('data', 'data:source') is marked as "
-            "such, and a layer inside read from outside ('loop/x') is marked as stacked over the loop.",
+            "marked as the previous frame of x, the loop's per-frame input ('data:source') is marked as such, "
+            "another data key ('data' too) as that extern data's frame (the rec cell's extern data), and a layer "
+            "inside read from outside ('loop/x') is marked as stacked over the loop.",
         ),
     )
 }
 
-#: Options that hold layer names (RETURNN resolves them with get_layer). A name elsewhere that finds a layer is
-#: kept as it is, and keeps that layer.
-REFERENCE_OPTIONS = frozenset(
-    {
-        "from",
-        "init_by_layer",
-        "initial_output",
-        "initial_state",
-        "logits",
-        "targets",
-        "position",
-        "filter",
-        "bias",
-        "layer_output",
-        "size_base",
-        "weights",
-        "sequence_lengths",
-        "state",
-        "condition",
-        "explicit_search_sources",
-        "target_layer",
-        "reuse_params",
-    }
-)
+#: Rule "layer-names", its references. Options that LayerBase.transform_config_dict (returnn/tf/layers/base.py)
+#: resolves with get_layer for every layer class: "from" (each name but "none"), "target" ("layer:x" is x; else a
+#: layer of that name, else the extern_data key), "initial_output" (but its keywords), "state" (every leaf) and
+#: "reuse_params" (ReuseParams.from_config_dict: the str, "reuse_layer", and in "map" each str, "reuse_layer" and
+#: "layer_output"). A name in a reference becomes the token of the layer it finds; a reference that finds nothing
+#: stays as it is, tied to every layer named in it (see OTHER strings below).
+COMMON_REFERENCE_OPTIONS = frozenset({"from", "target", "initial_output", "state", "reuse_params"})
 
-#: Options whose strings RETURNN never reads as layer names (kinds, modes, code, axis strings, extern_data keys):
-#: their strings stay as they are, even where one equals a layer's name (returnn_common names layers after what they
-#: do: a layer "add" beside ``"kind": "add"``).
+#: Per layer class: the further options its transform_config_dict (or a base class's) resolves with get_layer, read
+#: off the pinned RETURNN (returnn/tf/layers/*.py; tests/test_graph_soundness.py checks each entry against it). Every
+#: string, list item and dict value of them is a layer name.
+CLASS_REFERENCE_OPTIONS: dict[str, frozenset[str]] = {
+    cls: frozenset(options)
+    for cls, options in {
+        "concat_attention": {"base", "base_ctx"},  # AttentionBaseLayer, GlobalAttentionContextBaseLayer
+        "dot_attention": {"base", "base_ctx"},
+        "gauss_window_attention": {"base"},
+        "generic_attention": {"base", "weights"},
+        "boolean_mask": {"mask"},
+        "choice": {"explicit_search_sources"},
+        "constant": {"shape_deps"},
+        "conv": {"filter", "bias"},
+        "transposed_conv": {"filter", "bias"},
+        "copy": {"extra_deps"},  # CopyLayer and its subclasses
+        "reshape": {"extra_deps"},
+        "ctc_loss": {"logits", "targets"},
+        "sparse_softmax_cross_entropy_with_logits": {"logits", "targets"},
+        "edit_distance": {"a", "b"},
+        "fast_bw": {"staircase_seq_len_source"},
+        "forced_align": {"align_target"},
+        "gather": {"position"},
+        "gather_nd": {"position"},
+        "scatter_nd": {"position", "output_dim_via_time_from"},
+        "gradient": {"x", "y"},
+        "hdf_dump": {"extra"},
+        "identity": {"control_dependencies"},
+        "variable_read": {"control_dependencies", "var"},
+        "variable_assign": {"control_dependencies", "var", "value"},
+        "variable": {"init_by_layer"},
+        "masked_computation": {"mask"},
+        "unmask": {"mask"},
+        "signal_masking": {"mask", "signal"},
+        "pad": {"value"},
+        "parametric_wiener_filter": {"filter_input", "noise_estimation", "parameters"},
+        "positional_encoding": {"offset"},
+        "postfix_in_time": {"postfix"},
+        "prefix_in_time": {"repeat", "size_base"},
+        "rand_int": {"maxval", "minval"},
+        "random": {"shape_deps"},
+        "rec_last_output": {"rec_layer"},
+        "rec": {"max_seq_len_via", "initial_state"},  # initial_state: RnnCellLayer.transform_initial_state
+        "rnn_cell": {"initial_state"},
+        "reinterpret_data": {"size_base", "batch_dim_base"},
+        "repeat": {"repetitions"},
+        "resize": {"factor"},
+        "scaled_grad": {"scale", "shift"},
+        "search_sorted": {"sorted_sequence", "values"},
+        "self_attention": {"key_shift"},
+        "seq_len_mask": {"seq_len_source", "start", "window_start", "window_size"},
+        "slice_nd": {"start", "size"},
+        "softmax_over_spatial": {"start", "window_start", "window_size"},
+        "split_batch_time": {"base"},
+        "switch": {"condition", "true_from", "false_from"},  # a number in true_from/false_from stays a number
+        "synthetic_gradient": {"gradient"},
+        "time_unchunking": {"chunking_layer"},
+        "top_k": {"k"},
+        "unflatten_nd": {"sizes", "declare_same_sizes_as"},
+    }.items()
+}
+
+#: Strings a reference option reads as keywords, never as layer names: "from": "none" (LayerBase skips it),
+#: LayerBase's initial_output keywords, RnnCellLayer.transform_initial_state's.
+KEYWORDS: dict[str, frozenset[str]] = {
+    "from": frozenset({"none"}),
+    "initial_output": frozenset({"zeros", "ones", "var", "keep_over_epoch", "keep_over_epoch_no_init", "apply(0)"}),
+    "initial_state": frozenset({"zeros", "ones", "var", "keep_over_epoch", "keep_over_epoch_no_init", "placeholder"}),
+}
+
+#: Options whose strings RETURNN only compares with its own keywords or parses with its own grammar (no get_layer,
+#: no eval): layer and loss class names, op kinds and modes, dtypes, axis strings (Data.get_axis_from_description),
+#: a rec unit's cell name, a variable's TF name, a random distribution. Their strings stay as they are, and name no
+#: layer (returnn_common names layers after what they do: a layer "add" beside "kind": "add"). An "activation" is
+#: code (get_activation_function evals it) when it holds "(": then it is an OTHER string.
+#:
+#: Every other string (OTHER: code such as "eval", "max_seq_len" or an initializer, options this graph does not
+#: know) stays as it is, tied to the layer it finds as a name and to every layer whose name occurs in it.
 LITERAL_OPTIONS = frozenset(
     {
         "class",
@@ -125,21 +185,20 @@ LITERAL_OPTIONS = frozenset(
         "distribution",
         "dtype",
         "padding",
-        "eval",
         "unit",
         "param_name",
         "loss",
-        "key",
         "axis",
         "axes",
         "dropout_axis",
-        "target",
-        "opts",
     }
 )
 
-#: Rule "unset-options": option -> the values that mean "not given" (compared with their type: True is no 1.0).
-UNSET_VALUES: dict[str, tuple] = {"loss_scale": (1.0, None), "loss_opts": (None, {})}
+#: Rule "unset-options": option -> (the values that mean "not given" on a layer with a loss, on one without),
+#: compared with their type (True is no 1.0), as LayerBase.transform_config_dict reads them: with a loss it scales
+#: only by a loss_scale other than 1.0 (None is a scale) and takes loss_opts None or {} as none; without one it
+#: drops a None of either and refuses any other value.
+UNSET_VALUES: dict[str, tuple[tuple, tuple]] = {"loss_scale": ((1.0,), (None,)), "loss_opts": ((None, {}), (None,))}
 
 #: Rule "value-spellings": the classes whose ``initial_state`` RnnCellLayer reads (numbers and "zeros"/"ones").
 INITIAL_STATE_CLASSES = frozenset({"rec", "rnn_cell"})
@@ -148,15 +207,21 @@ INITIAL_STATE_CLASSES = frozenset({"rec", "rnn_cell"})
 SCALAR_OPERATORS = {"+": "add", "-": "sub", "*": "mul", "/": "truediv", "//": "floordiv", "%": "mod", "**": "pow"}
 SCALAR_FUNCTIONS = {"tf.maximum": "maximum", "tf.minimum": "minimum"}
 
-#: Options dropped by the rule "inert-options".
-INERT_OPTIONS = frozenset({"out_shape", "shape_deps", "name_scope"})
+#: Options dropped by the rule "inert-options": "out_shape" (LayerBase.fixup_out_data only verifies it) and
+#: "name_scope" (resolved into the parameter scope). Not "shape_deps": RandomLayer and ConstantLayer resolve it as
+#: layers, whose dims they take (a reference, see CLASS_REFERENCE_OPTIONS).
+INERT_OPTIONS = frozenset({"out_shape", "name_scope"})
 
-#: Layer classes that never create TF variables (RETURNN's layers without params or reuse_params); every other class
-#: counts as owning parameters (rule "parameter-scope"), and is never dropped (rule "unreached").
+#: Layer classes whose code (the class and its bases below LayerBase, in returnn/tf/layers/*.py) creates no TF
+#: variable: no add_param, get_variable, tf.Variable, var_creation_scope, RNN cell or random Generator (RandomLayer
+#: owns its generator state, a variable named after the layer, so it is not here); tests/test_graph_soundness.py
+#: checks each against the pinned RETURNN. Every other class counts as owning parameters (rule "parameter-scope"),
+#: and is never dropped (rule "unreached"). A layer of these classes owns parameters all the same with an option of
+#: VARIABLE_OPTIONS.
 PARAMETER_FREE_CLASSES = frozenset(
     {
         "activation",
-        "combine",
+        "combine",  # but with_bias, see VARIABLE_OPTIONS
         "compare",
         "concat",
         "constant",
@@ -165,7 +230,7 @@ PARAMETER_FREE_CLASSES = frozenset(
         "cumsum",
         "dot",
         "dropout",
-        "eval",
+        "eval",  # a CombineLayer: with_bias, as combine
         "expand_dims",
         "gather",
         "get_last_hidden_state",
@@ -173,7 +238,6 @@ PARAMETER_FREE_CLASSES = frozenset(
         "merge_dims",
         "pad",
         "pool",
-        "random",
         "range",
         "range_from_length",
         "range_in_axis",
@@ -193,6 +257,16 @@ PARAMETER_FREE_CLASSES = frozenset(
         "window",
     }
 )
+
+#: Options with which a layer of any class creates TF variables (named after its scope): LayerBase's "batch_norm"
+#: (LayerBase.batch_norm, any value but False or None), "initial_output": "var" (LayerBase.get_rec_initial_output),
+#: CombineLayer's "with_bias" (any value but False or None).
+VARIABLE_OPTIONS: dict[str, tuple] = {"batch_norm": (False, None), "with_bias": (False, None)}
+VARIABLE_KEYWORDS: dict[str, str] = {"initial_output": "var"}
+
+#: Rule "parameter-scope": classes whose variables sit under "rec/" in their scope unless name_scope is given
+#: (RecLayer and RnnCellLayer.get_absolute_name_scope_prefix), for a loop's body as for a cell unit ("lstm", ...).
+REC_SCOPE_CLASSES = frozenset({"rec", "rnn_cell"})
 
 #: Options of a layer that RETURNN reads its name for (rule "layer-names"): the layer is kept with its path.
 MARKING_OPTIONS = ("loss", "is_output_layer", "register_as_extern_data")

@@ -23,7 +23,7 @@ import socket
 import stat
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Iterator, Optional
+from typing import ContextManager, Iterator, Optional
 
 from . import git
 from .errors import CacheNotWritableError, VersionedImportError
@@ -82,16 +82,8 @@ class RepoCache:
         version.check(self.repo, commit, date)
         return tree, commit
 
-    @contextmanager
-    def _locked(self) -> Iterator[None]:
-        lock = self.root / "locks" / self.repo.host / self.repo.owner / f"{self.repo.name}.lock"
-        lock.parent.mkdir(parents=True, exist_ok=True)
-        with open(lock, "a") as f:
-            fcntl.flock(f, fcntl.LOCK_EX)
-            try:
-                yield
-            finally:
-                fcntl.flock(f, fcntl.LOCK_UN)
+    def _locked(self) -> ContextManager[bool]:
+        return locked(self.root / "locks" / self.repo.host / self.repo.owner / f"{self.repo.name}.lock")
 
     def _resolve(self, version: Version) -> tuple[str, str]:
         """(full commit, committer date YYYYMMDDHHMMSS in the commit's time zone), fetching once if unknown. A commit
@@ -123,10 +115,10 @@ class RepoCache:
 
     def _clone(self, target: Path, *options: str, what: str) -> None:
         """Clones into ``target`` by way of a temporary directory beside it: a killed clone leaves no repository."""
-        partial = _partial(target.parent, target.name)
+        partial = partial_dir(target.parent, target.name)
         try:
             git.git("clone", *options, "--quiet", self.repo.url, str(partial), what=what)
-            _into_place(partial, target)
+            into_place(partial, target)
         finally:
             shutil.rmtree(partial, ignore_errors=True)
 
@@ -151,17 +143,34 @@ class RepoCache:
         return not any(line.startswith("?") for line in listed.splitlines())
 
     def _extract(self, commit: str, date: str) -> Path:
-        partial = _partial(self.root / "tmp", "tree")
+        partial = partial_dir(self.root / "tmp", "tree")
         try:
             what = f"{self.repo} commit {commit}"
             git.extract(str(self.git_dir), commit, str(partial), what=what)
             (partial / STAMP).write_text(f"{commit} {date}\n")
             _seal(partial, what)
             self.trees.mkdir(parents=True, exist_ok=True)
-            _into_place(partial, self.trees / commit)
+            into_place(partial, self.trees / commit)
         finally:
             shutil.rmtree(partial, ignore_errors=True)
         return self.trees / commit
+
+
+@contextmanager
+def locked(lock: Path, wait: bool = True) -> Iterator[bool]:
+    """Holds an exclusive lock on the file ``lock`` (made if missing) while the block runs; yields whether it holds it,
+    which only ``wait=False`` makes False (another process holds it). The kernel drops the lock of a killed process."""
+    lock.parent.mkdir(parents=True, exist_ok=True)
+    with open(lock, "a") as f:
+        try:
+            fcntl.flock(f, fcntl.LOCK_EX if wait else fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            yield False
+            return
+        try:
+            yield True
+        finally:
+            fcntl.flock(f, fcntl.LOCK_UN)
 
 
 def _seal(tree: Path, what: str) -> None:
@@ -180,7 +189,7 @@ def _seal(tree: Path, what: str) -> None:
                 os.chmod(path, stat.S_IMODE(os.stat(path).st_mode) & ~0o222)
 
 
-def _partial(directory: Path, label: str) -> Path:
+def partial_dir(directory: Path, label: str) -> Path:
     """A new directory ``.<label>.<host>.<pid>.<random>`` in ``directory``, to build something in before it is renamed
     into place. Removes first those that processes of this host left when they died (a cache on a shared file
     system also holds those of other hosts, which may still be at work). Its mode is what the umask gives, not
@@ -200,7 +209,7 @@ def _partial(directory: Path, label: str) -> Path:
         return partial
 
 
-def _into_place(partial: Path, target: Path) -> None:
+def into_place(partial: Path, target: Path) -> None:
     """Renames the complete ``partial`` to ``target``; keeps the one another process put there first (which the lock
     prevents, unless the file system does not lock across hosts)."""
     try:

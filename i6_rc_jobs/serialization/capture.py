@@ -2,10 +2,12 @@
 
 Identity rule: one Dim object is one DimRef. RETURNN also makes equal-but-distinct dims (``same_as`` copies, which
 every Transformer has): such a copy becomes its base's DimRef when it differs from the base in nothing RETURNN acts
-on, and otherwise ``base.copy(kind=..., match_priority=...)``, which RETURNN again treats as equal to the base;
-copies of one base with one kind and match_priority are one DimRef.
-Descriptions of copies are cosmetic and dropped. Dims that are equal without ``same_as`` (two auto-generated dims of
-one description) stay two variables; both are written with ``auto_generated=True``, so RETURNN still finds them equal.
+on, and otherwise ``base.copy(kind=..., match_priority=..., description=...)``, which RETURNN again treats as equal
+to the base; copies of one base with one kind, match_priority and description are one DimRef. A copy's own
+description counts: axis strings (``"stag:frames"``) find a copy by it as by its base's. Derived dims that RETURNN's
+dim math makes one object (:func:`math_key`) are one DimRef. Dims that are equal without ``same_as`` (two
+auto-generated dims of one description) stay two variables; both are written with ``auto_generated=True``, so RETURNN
+still finds them equal.
 
 Origins: each DimRef made from a Dim carries a random token of that Dim object (``origin``, kept in a table while the
 Dim lives, never hashed nor written). A new serializer makes one DimRef of a raw Dim and of DimRefs of the same origin
@@ -13,10 +15,11 @@ taken from other serializers' dicts, and refuses them where edits made them diff
 
 What a Dim carries besides: ``undefined``, ``bounded_by`` and ``derived_from_tag`` are written and hashed (RETURNN's
 equality, ``undefined`` and capacity follow them); a static ``capacity`` other than the size, too. ``dyn_size_ext``
-is RETURNN's run-time state, never configuration, and is dropped: a template is what RETURNN makes for every dynamic
-dim it meets in a Tensor, sizes (a raw tensor) are one batch's (returnn_common's tests serialize dims after a run);
-RETURNN makes both again for the written dim when it builds the net. A derived dim's
-``derived_from_tag`` is one of its inputs, which RETURNN sets again when the written op runs.
+of [batch] is RETURNN's run-time state, never configuration, and is dropped: a template is what RETURNN makes for
+every dynamic dim it meets in a Tensor, sizes (a raw tensor) are one batch's (returnn_common's tests serialize dims
+after a run); RETURNN makes both again for the written dim when it builds the net. Sizes over other dims (a
+template of [batch, time]: a length per frame) are what RETURNN would not make again: such a dim is refused. A
+derived dim's ``derived_from_tag`` is one of its inputs, which RETURNN sets again when the written op runs.
 """
 
 from __future__ import annotations
@@ -50,9 +53,32 @@ def _meaning(ref: DimRef) -> tuple:
     """What RETURNN acts on in a DimRef whose dependencies are this serializer's: two refs of one origin must agree
     in it to be one dim (descriptions are cosmetic but for auto-generated dims)."""
     deps = tuple(id(x) if isinstance(x, DimRef) else x for x in (*ref.inputs, ref.copy_of, ref.bounded_by))
-    description = ref.description if ref.auto_generated else None
+    description = ref.description if ref.auto_generated or ref.copy_of is not None else None
     flags = (ref.match_priority, ref.auto_generated, ref.special, ref.capacity, ref.undefined, ref.global_name)
     return (ref.kind, ref.size, description, ref.op, deps, id(ref.derived_from_tag), flags)
+
+
+def math_key(ref: DimRef) -> tuple:
+    """What RETURNN's dim math finds a derived dim by (``Dim.__add__`` and the like look in ``cache_dim_math`` first):
+    the op, the base of the dim whose method the written code calls (the first dim operand; the cache is that
+    object's), and the other operands as RETURNN's ``Dim.__eq__`` compares them (a copy as its base, every batch dim
+    alike, auto-generated dims by kind, size and description). Two derived dims alike in it are one object in the
+    written config, so they are one DimRef. Keys hold ids of this serializer's DimRefs, which live as long as it."""
+    owner = next(x for x in ref.inputs if isinstance(x, DimRef))
+
+    def operand(x: Any) -> tuple:
+        if not isinstance(x, DimRef):
+            return ("int", x)
+        base = x.copy_of or x
+        if x is owner:
+            return ("owner", id(base))
+        if base.kind == "batch":
+            return ("batch",)
+        if base.auto_generated:
+            return ("auto", base.kind, base.size, base.description)
+        return ("dim", id(base))
+
+    return (ref.op, tuple(map(operand, ref.inputs)))
 
 
 def _sources(dim: Dim) -> list[Dim]:
@@ -82,6 +108,7 @@ class DimCapture:
         self._seen: dict[int, int] = {}  # id(DimRef) -> when it was first met
         self._adopted: dict[int, DimRef] = {}  # id(DimRef of other dicts) -> this serializer's copy
         self._by_origin: dict[str, DimRef] = {}  # origin -> this serializer's DimRef of it
+        self._by_math: dict[tuple, DimRef] = {}  # math_key -> this serializer's derived DimRef of it
         self._shapes: dict[int, tuple] = {}  # id(DimRef) -> (kind, size), see refs.derived_shape; no edits meanwhile
 
     def ref(self, dim: Dim) -> DimRef:
@@ -172,12 +199,18 @@ class DimCapture:
         return self._adopted.get(id(operand), operand) if isinstance(operand, DimRef) else operand
 
     def _unified(self, ref: DimRef, name_source: Optional[str]) -> DimRef:
-        """``ref`` named, or the DimRef of its origin made before, if the two agree in what RETURNN acts on."""
+        """``ref`` named, or the DimRef of its origin made before, if the two agree in what RETURNN acts on; a derived
+        dim that RETURNN's dim math makes one object with one made before (see :func:`math_key`) is that one."""
+        key = math_key(ref) if ref.op is not None else None
+        if key in self._by_math:
+            return self._by_math[key]
         known = self._by_origin.get(ref.origin) if ref.origin is not None else None
         if known is None:
             ref.code = self._names.allocate(name_source)
             if ref.origin is not None:
                 self._by_origin[ref.origin] = ref
+            if key is not None:
+                self._by_math[key] = ref
             return ref
         if _meaning(known) != _meaning(ref):
             raise SerializationError(
@@ -208,9 +241,11 @@ class DimCapture:
             if undefined or bounded_by is not None:
                 raise SerializationError(f"{describe(dim)}: a same_as copy with its own undefined or bounded_by")
             base_ref = self.ref(base)
-            if kind == base_ref.kind and dim.match_priority == base_ref.match_priority:
+            # Its own description, which axis strings find it by (as its base's): RETURNN's copies have the base's.
+            own = dim.description if dim.description and dim.description != base.description else None
+            if kind == base_ref.kind and dim.match_priority == base_ref.match_priority and own is None:
                 return base_ref
-            return self._copy(base_ref, kind, dim.match_priority)
+            return self._copy(base_ref, kind, dim.match_priority, own)
         if dim.vocab is not None:
             raise SerializationError(
                 f"{describe(dim)} carries a vocab, which cannot be written as code: put the vocab into the "
@@ -225,6 +260,12 @@ class DimCapture:
                     f"{describe(dim)}: a derived dim with its own undefined, bounded_by or capacity has no code form"
                 )
             return self._derived(dim, op)
+        sizes = dim.dyn_size_ext
+        if sizes is not None and [d.is_batch_dim() for d in sizes.dims] != [True]:
+            raise SerializationError(
+                f"{describe(dim)}: its sizes (dyn_size_ext) are per {[d.description for d in sizes.dims]}, not per "
+                f"sequence: the written Dim(None, ...) would get RETURNN's sizes per sequence (a template of [batch])"
+            )
         tag = extra.derived_from_tag if extra is not None else None
         if bounded_by is not None and tag is not bounded_by:
             raise SerializationError(f"{describe(dim)}: derived_from_tag {describe(tag)} is not its bounded_by")
@@ -244,14 +285,25 @@ class DimCapture:
         )
         return self._unified(ref, dim.description)
 
-    def _copy(self, base: DimRef, kind: Optional[str], match_priority: int) -> DimRef:
-        """``base.copy(kind=..., match_priority=...)``; copies alike are equal to each other, too: one variable. Its
-        origin follows from its base's."""
-        key = (id(base), kind, match_priority)
+    def _copy(
+        self, base: DimRef, kind: Optional[str], match_priority: int, description: Optional[str] = None
+    ) -> DimRef:
+        """``base.copy(kind=..., match_priority=..., description=...)``; copies alike are equal to each other, too:
+        one variable. Its origin follows from its base's."""
+        key = (id(base), kind, match_priority, description)
         if key not in self._copies:
             origin = None if base.origin is None else f"{base.origin} copy {kind} {match_priority}"
-            ref = DimRef("pending_dim", kind=kind, copy_of=base, match_priority=match_priority, origin=origin)
-            self._copies[key] = self._unified(ref, base.name)
+            if origin is not None and description is not None:
+                origin += f" {description!r}"
+            ref = DimRef(
+                "pending_dim",
+                kind=kind,
+                copy_of=base,
+                match_priority=match_priority,
+                description=description,
+                origin=origin,
+            )
+            self._copies[key] = self._unified(ref, description or base.name)
         return self._copies[key]
 
     def _derived(self, dim: Dim, op) -> DimRef:

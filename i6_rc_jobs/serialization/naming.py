@@ -5,9 +5,12 @@ from __future__ import annotations
 import re
 from typing import Optional
 
-#: Every dim name ends in ``_dim``, which no keyword, builtin or RETURNN option does, and nothing else the written
-#: code defines or imports but these globals (config keys are checked when the config is written).
-RESERVED = frozenset({"batch_dim", "single_step_dim"})
+from .refs import DIM_SUFFIX, GLOBAL_NAMES
+
+#: Every dim name ends in ``_dim`` (:data:`DIM_SUFFIX`), which no keyword, builtin or RETURNN option does, and
+#: nothing else the written code defines or imports but the globals (config keys are checked when the config is
+#: written).
+RESERVED = frozenset(GLOBAL_NAMES[1:])
 _MAX_STEM = 60
 
 
@@ -17,7 +20,7 @@ def dim_name_stem(description: Optional[str]) -> str:
     stem = stem.removesuffix("_dim").removesuffix("dim").rstrip("_") or "unnamed"
     if stem[0].isdigit():
         stem = "d" + stem
-    return stem[:_MAX_STEM].rstrip("_") + "_dim"
+    return stem[:_MAX_STEM].rstrip("_") + DIM_SUFFIX
 
 
 class NameAllocator:

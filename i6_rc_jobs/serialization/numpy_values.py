@@ -31,7 +31,8 @@ def numpy_of(value: Any) -> Optional[ModuleType]:
 def check_numpy(value: Any, numpy: ModuleType) -> None:
     """Refuses what cannot be written to load back with the same type, dtype, shape and content."""
     cls = type(value)
-    if cls is not numpy.ndarray and getattr(numpy, cls.__name__, None) is not cls:  # np.matrix, a masked array, ...
+    plain_scalar = isinstance(value, numpy.generic) and value.dtype.type is cls
+    if cls is not numpy.ndarray and not (plain_scalar and getattr(numpy, cls.__name__, None) is cls):  # np.matrix, ...
         raise SerializationError(
             f"{describe(value)} is a subclass of a numpy type, which would be written as the plain type: convert "
             f"it with numpy.asarray(...)"
@@ -48,6 +49,24 @@ def little_endian(value: Any) -> Any:
     items are stored, not what they are (TensorFlow reads both alike), and numpy's pickling (protocol 4, Python's
     default) turns it into the machine's: a serializer must write and hash alike before and after pickling."""
     return value.astype(value.dtype.newbyteorder("<")) if value.dtype.str[0] == ">" else value
+
+
+#: x87 extended precision, numpy's long double on x86: 10 bytes of value in an item of 12 or 16 (the rest is padding,
+#: whatever memory held: other bytes in each process for one value).
+X87_BYTES = 10
+
+
+def stored_bytes(value: Any, numpy: ModuleType) -> bytes:
+    """The bytes of ``value`` that are written and hashed: little-endian (:func:`little_endian`), in C order, and of an
+    x87 long double (also in a complex one) its value's bytes, with the padding after them as zeros."""
+    value = numpy.ascontiguousarray(little_endian(value))
+    data = value.tobytes()
+    part = numpy.dtype(numpy.longdouble)
+    if numpy.finfo(part).nmant != 63 or value.dtype.base not in (part, numpy.dtype(numpy.clongdouble)):
+        return data
+    items = numpy.frombuffer(data, dtype=numpy.uint8).reshape(-1, part.itemsize).copy()
+    items[:, X87_BYTES:] = 0
+    return items.tobytes()
 
 
 def readable(value: Any, numpy: ModuleType) -> bool:

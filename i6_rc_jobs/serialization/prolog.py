@@ -31,7 +31,5 @@ def dim_lines(writer: CodeWriter, used: Iterable[DimRef]) -> list[str]:
                 continue
             done.add(id(dim))
             writer.use_dim(dim)
-            definition = dim.definition()
-            if definition is not None:
-                lines.append(f"{dim.name} = {definition}")
+            lines.extend(dim.lines())
     return lines

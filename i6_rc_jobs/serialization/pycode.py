@@ -13,8 +13,8 @@ from i6_core.returnn.config import CodeWrapper
 from sisyphus.delayed_ops import DelayedBase
 
 from .errors import SerializationError, describe
-from .numpy_values import check_numpy, little_endian, numpy_of, readable
-from .refs import MARKERS, DimRef, MarkedRef
+from .numpy_values import check_numpy, little_endian, numpy_of, readable, stored_bytes
+from .refs import DIM_SUFFIX, MARKERS, DimRef, MarkedRef
 from .strings import str_code
 from .values import (
     LEAF_TYPES,
@@ -23,7 +23,9 @@ from .values import (
     imported_source,
     is_namedtuple,
     key_step,
+    sisyphus_values,
     walk_guarded,
+    wrapper_code,
 )
 
 INDENT = "    "
@@ -98,7 +100,7 @@ class CodeWriter:
         if is_namedtuple(value):
             return self._namedtuple(value, indent)
         if isinstance(value, CodeWrapper):
-            return repr(value)
+            return wrapper_code(value)
         if isinstance(value, DelayedBase):
             return self._value(value.get(), indent)
         numpy = numpy_of(value)
@@ -162,6 +164,15 @@ class CodeWriter:
         lines = self._codes(value.items(), inner, True, key_step, other_keys)
         if other_keys:
             key_codes = [self._str(key) if type(key) is str else self._value(key, inner) for key in value]
+            # A Sisyphus value's value is known only now, e.g. "k" beside a key "k" (keys alike otherwise cannot hash,
+            # or are nan, which loads as distinct keys again).
+            delayed = [code for key, code in zip(value, key_codes) if sisyphus_values([key])]
+            twice = next((code for code in delayed if key_codes.count(code) > 1), None)
+            if twice is not None:
+                raise SerializationError(
+                    f"two keys are written as {twice}, which the written config would load as one key: make them "
+                    f"distinct"
+                )
             lines = [line for _, line in sorted(zip(key_codes, lines))]
         else:
             lines.sort()
@@ -181,7 +192,7 @@ class CodeWriter:
         if local is None:  # imported as another name if it would rebind a dim's, an import's or the dicts' name
             taken = set(self.imported.values())
             local = top
-            while local in taken or local in NOT_FOR_CLASSES or local.endswith("_dim"):
+            while local in taken or local in NOT_FOR_CLASSES or local.endswith(DIM_SUFFIX):
                 local += "_"
             self.imported[(module, top)] = local
         return f"{local}{'.' if rest else ''}{rest}"
@@ -214,7 +225,7 @@ class CodeWriter:
             items = self._value(value.tolist() if value.ndim <= 1 else value.ravel().tolist(), indent)
             code = f"{self._imported('numpy', 'array')}({items}, dtype={dtype})"
             return code if value.ndim <= 1 else f"{code}.reshape({value.shape!r})"
-        data = base64.b64encode(numpy.ascontiguousarray(value).tobytes()).decode("ascii")
+        data = base64.b64encode(stored_bytes(value, numpy)).decode("ascii")
         frombuffer, b64decode = self._imported("numpy", "frombuffer"), self._imported("base64", "b64decode")
         code = f'{frombuffer}({b64decode}("{data}"), dtype={dtype})'
         if scalar:

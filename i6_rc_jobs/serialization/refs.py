@@ -50,6 +50,10 @@ OP_SIZE = {
 }
 KINDS = (None, "batch", "spatial", "feature")
 GLOBAL_NAMES = (None, "batch_dim", "single_step_dim")
+#: What every dim's variable name ends in: nothing else the written code binds or calls does (its dicts'
+#: names, ``get_network``'s parameters, the imports, which ``CodeWriter`` never names so, the builtins, keywords),
+#: but the globals' names, which only the globals bear.
+DIM_SUFFIX = "_dim"
 #: Fields the written code of a derived dim (``a + b``) or a copy (``base.copy(...)``) does not carry, which must
 #: stay at their defaults there: RETURNN gives such a dim what its op or base gives it, whatever the DimRef says.
 _NOT_WRITTEN_DERIVED = ("_kind", "_size", "match_priority", "auto_generated", "special", "capacity", "undefined")
@@ -69,9 +73,17 @@ def _is_ref(value: object) -> bool:
     return type(value) is DimRef
 
 
+def _is_dim_name(value: object) -> bool:
+    return type(value) is str and value.isidentifier() and value.endswith(DIM_SUFFIX) and value not in GLOBAL_NAMES
+
+
 #: The check of each field's value, and what it must be (for the error).
 _FIELD_CHECKS = {
-    "code": (lambda v: type(v) is str and v.isidentifier(), "an identifier (str)"),
+    "code": (
+        _is_dim_name,
+        f"an identifier ending in {DIM_SUFFIX!r}, not {GLOBAL_NAMES[1]!r} or {GLOBAL_NAMES[2]!r} (the written config "
+        f"binds or calls other names: its dicts, get_network's parameters, imports, builtins)",
+    ),
     "_kind": (lambda v: v in KINDS and (v is None or type(v) is str), f"one of {KINDS}"),
     "_size": (_optional(_is_int), "an int or None"),
     "description": (_optional(lambda v: type(v) is str), "a str or None"),
@@ -141,9 +153,9 @@ class DimRef(CodeWrapper):
         derived_from_tag: Optional[DimRef] = None,
         origin: Optional[str] = None,
     ):
+        self.global_name = global_name  # first: a global alone bears its name
         super().__init__(name)
         self.description = description
-        self.global_name = global_name
         self.origin = origin
         self.match_priority = match_priority
         self.auto_generated = auto_generated
@@ -157,13 +169,27 @@ class DimRef(CodeWrapper):
         self.inputs = inputs
         self.op = op  # after the fields it makes unwritten: refused if they are not at their defaults
         self.copy_of = copy_of
+        if global_name is not None:  # shared by every serializer in the process (and pickled by reference)
+            super().__setattr__("_frozen", True)
 
     def __setattr__(self, field: str, value: object) -> None:
+        if self.__dict__.get("_frozen"):
+            raise SerializationError(
+                f"DimRef {self.code!r} is RETURNN's global {self.global_name}, one object for every serializer: "
+                f"{field.lstrip('_')} cannot be set on it (leave the global as it is, e.g. skip it in a bulk rename)"
+            )
+        if field == "global_name" and value is not None and "code" in self.__dict__:
+            raise SerializationError(
+                f"DimRef {self.code!r}: global_name cannot be set after construction: use RETURNN's global itself"
+            )
         check = _FIELD_CHECKS.get(field)
+        if field == "code" and value is not None and value == self.__dict__.get("global_name"):
+            check = None
         if check is not None and not check[0](value):
+            hint = f": e.g. {value + DIM_SUFFIX!r}" if field == "code" and type(value) is str else ""
             raise SerializationError(
                 f"DimRef {self.__dict__.get('code')!r}: {field.lstrip('_')} = {value!r} (type "
-                f"{type(value).__name__}) must be {check[1]}"
+                f"{type(value).__name__}) must be {check[1]}{hint}"
             )
         if field in ("op", "inputs"):
             self._check_derivation(value if field == "op" else self.op, value if field == "inputs" else self.inputs)
@@ -250,13 +276,18 @@ class DimRef(CodeWrapper):
             return None
         if self.op is not None:
             return OP_CODE[self.op].format(*map(_operand_code, self.inputs))
-        if self.copy_of is not None:
+        if self.copy_of is not None and not self.copied_as_plain():
             base = self.copy_of
             args = [f"kind={_kind_code(self.kind)}"] if self.kind != base.kind else []
             if self.match_priority != base.match_priority:
                 args.append(f"match_priority={self.match_priority}")
+            if self.description is not None:
+                args.append(f"description={str_code(self.description)}")
             return f"{base.name}.copy({', '.join(args)})"
-        description = self.written_description()
+        if self.copy_of is None:
+            description = self.written_description()
+        else:  # a copy written as a plain Dim: its own description, else its base's (as Dim.copy gives it)
+            description = self.description or self.copy_of.written_description()
         description_code = "None" if description is None else str_code(description)
         args = [repr(self.size), f"description={description_code}", f"kind={_kind_code(self.kind)}"]
         if self.match_priority:
@@ -274,6 +305,22 @@ class DimRef(CodeWrapper):
         if self.derived_from_tag is not None:
             args.append(f"derived_from_tag={self.derived_from_tag.name}")
         return f"Dim({', '.join(args)})"
+
+    def copied_as_plain(self) -> bool:
+        """Whether this copy is written as a plain ``Dim(...)`` made a copy by a second line (:meth:`lines`): a copy
+        of unspecified kind of a base with one, which ``base.copy(kind=None)`` is not (RETURNN keeps the base's
+        kind for ``None``)."""
+        return self.copy_of is not None and self.kind is None and self.copy_of.kind is not None
+
+    def lines(self) -> list[str]:
+        """The prolog lines that define this dim (none for the imported globals)."""
+        definition = self.definition()
+        if definition is None:
+            return []
+        lines = [f"{self.name} = {definition}"]
+        if self.copied_as_plain():  # what ``Dim.copy`` does after making the Dim
+            lines.append(f"{self.name}.same_as = {self.copy_of.name}")
+        return lines
 
     def written_description(self) -> Optional[str]:
         """The description a plain dim gets in the written code: exactly its own if auto-generated (it makes such

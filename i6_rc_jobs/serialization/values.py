@@ -177,7 +177,11 @@ def check_leaf(value: Any) -> None:
     back), numpy arrays and scalars, functions and classes their module gives back by name (imported by the config),
     i6_core CodeWrapper (dims among them) and Sisyphus delayed values (tk.Path, tk.Variable; written as their value).
     Anything else gets a clear error."""
-    if type(value) in LEAF_TYPES or type(value) is complex or isinstance(value, (CodeWrapper, DelayedBase)):
+    if type(value) in LEAF_TYPES or type(value) is complex or isinstance(value, DelayedBase):
+        return
+    if isinstance(value, CodeWrapper):
+        if not isinstance(value.code, DelayedBase):  # a delayed value may not be computed yet: checked when written
+            wrapper_code(value)
         return
     numpy = numpy_of(value)
     if numpy is not None:
@@ -200,6 +204,18 @@ def check_leaf(value: Any) -> None:
             f"(e.g. one taken from its dicts) or build a new ReturnnCommonSerializer from the raw dicts"
         )
     raise SerializationError(f"{describe(value)} cannot be written as Python code")
+
+
+def wrapper_code(wrapper: CodeWrapper) -> str:
+    """The code a CodeWrapper puts into the config: its repr, as i6_core writes it (the code, or a Sisyphus delayed
+    value's value); an error if that is no str, which i6_core could not write either."""
+    try:
+        return repr(wrapper)
+    except TypeError:
+        code = wrapper.code.get() if isinstance(wrapper.code, DelayedBase) else wrapper.code
+        raise SerializationError(
+            f"a CodeWrapper of {describe(code)}: its code, which the config holds as it is, must be a str"
+        ) from None
 
 
 def check_tree(value: Any, root: str) -> None:

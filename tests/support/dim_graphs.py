@@ -193,3 +193,70 @@ def build_structure(spec: Any, dims: list[Any], reverse_dicts: bool = False) -> 
     if isinstance(spec, list):
         return [build_structure(x, dims, reverse_dicts) for x in spec]
     return spec
+
+
+#: Descriptions of the dims :func:`related_dim_specs` draws, and the names its axis strings read (some are parts of
+#: others: RETURNN matches a name as a lowercased substring).
+DESCRIPTIONS = ["time", "Frames", "time frames", "feat", "out"]
+TAG_NAMES = ["time", "frames", "feat", "x"]
+COPY_KINDS = ["same", None, "spatial", "feature"]
+
+
+@st.composite
+def related_dim_specs(draw, max_dims: int = 10) -> list[tuple]:
+    """Dims of every kind and relation as specs that refer to earlier ones by index: plain ones (of any kind, size,
+    match_priority and a description from :data:`DESCRIPTIONS`), auto-generated ones, the globals, ``same_as``
+    copies of any kind (``"same"``: the base's, by ``Dim.copy``) and match_priority, with or without a description
+    of their own, and dims derived (by RETURNN's dim math) of any of these."""
+    specs: list[tuple] = []
+    descriptions = st.sampled_from(range(len(DESCRIPTIONS)))
+    for _ in range(draw(st.integers(1, max_dims))):
+        what = draw(st.sampled_from(["plain", "auto", "global"] + (["copy", "copy", "derived"] if specs else [])))
+        if what == "plain":
+            size = draw(st.one_of(st.none(), st.integers(1, 9)))
+            specs.append(
+                ("plain", draw(st.sampled_from(list(KINDS))), size, draw(descriptions), draw(st.integers(0, 1)))
+            )
+        elif what == "auto":
+            specs.append(("auto",) + draw(st.sampled_from([("x", None), ("y", 5)])))
+        elif what == "global":
+            specs.append(("global", draw(st.sampled_from(["batch", "single_step"]))))
+        elif what == "copy":
+            base, kind = draw(st.integers(0, len(specs) - 1)), draw(st.sampled_from(COPY_KINDS))
+            specs.append(("copy", base, kind, draw(st.integers(0, 2)), draw(st.one_of(st.none(), descriptions))))
+        else:
+            base, op = draw(st.integers(0, len(specs) - 1)), draw(st.sampled_from(sorted(DERIVATIONS)))
+            other = draw(st.one_of(st.integers(1, 3), st.integers(0, len(specs) - 1).map(lambda i: ("dim", i))))
+            specs.append(("derived", op, base, other))
+    return specs
+
+
+def build_related_dims(specs: list[tuple]) -> list[Any]:
+    """Real RETURNN dims of :func:`related_dim_specs`; None where RETURNN refuses the relation."""
+    dims: list[Any] = []
+    for spec in specs:
+        if spec[0] == "plain":
+            _, kind, size, description, match_priority = spec
+            dims.append(
+                Dim(size, description=DESCRIPTIONS[description], kind=KINDS[kind], match_priority=match_priority)
+            )
+        elif spec[0] == "copy":
+            dims.append(_related_copy(dims[spec[1]], *spec[2:]))
+        else:
+            dims.append(_build(spec, dims, ""))
+    return dims
+
+
+def _related_copy(base: Any, kind: Any, match_priority: int, description: Any) -> Any:
+    """A ``same_as`` copy: by ``Dim.copy`` for the base's kind, else made as ``Dim.copy`` makes one (which cannot
+    give it no kind)."""
+    if not isinstance(base, Dim) or base.special or base.is_batch_dim() or base.auto_generated:
+        return None
+    description = None if description is None else DESCRIPTIONS[description]
+    if kind == "same":
+        return base.copy(match_priority=match_priority, description=description)
+    copy = Dim(
+        base.dimension, description=description or base.description, kind=KINDS[kind], match_priority=match_priority
+    )
+    copy.same_as = base
+    return copy

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import math
-from typing import Any
+from typing import Any, Optional
 
 import numpy
 from returnn.tensor import Dim, batch_dim, single_step_dim
@@ -12,19 +12,27 @@ from returnn.tensor.marked_dim import MarkedDim
 from i6_rc_jobs.serialization.refs import canonical_op
 
 
+def own_description(dim: Dim) -> Optional[str]:
+    """A ``same_as`` copy's description if it is not its base's (axis strings find the copy by it)."""
+    base = dim.get_same_base()
+    return dim.description if base is not dim and dim.description and dim.description != base.description else None
+
+
 def representative(dim: Dim) -> Dim:
     """The dim a serializer writes for ``dim``: the documented rule for equal-but-distinct copies."""
     if dim.is_batch_dim():
         return batch_dim
     base = dim.get_same_base()
-    if base is not dim and base.kind == dim.kind and base.match_priority == dim.match_priority:
+    same = base.kind == dim.kind and base.match_priority == dim.match_priority and own_description(dim) is None
+    if base is not dim and same:
         return representative(base)
     return dim
 
 
 class DimMap:
     """A one-to-one map from original dims (after :func:`representative`) to the dims a written config made, that
-    checks kind, static size, match_priority and derivation on the way."""
+    checks kind, static size, match_priority, description (where it has one), auto_generated, special and derivation
+    on the way."""
 
     def __init__(self):
         self.forward: dict[int, Dim] = {}
@@ -36,7 +44,8 @@ class DimMap:
         orig = representative(orig)
         base = orig.get_same_base()
         if base is not orig:  # copies of one base with one kind and match_priority are one dim, too
-            orig = self._copies.setdefault((id(representative(base)), orig.kind, orig.match_priority), orig)
+            key = (id(representative(base)), orig.kind, orig.match_priority, own_description(orig))
+            orig = self._copies.setdefault(key, orig)
         known = self.forward.get(id(orig))
         if known is not None:
             assert known is loaded, f"{path}: {orig} was loaded as {known} before, now as {loaded}"
@@ -47,6 +56,9 @@ class DimMap:
         assert orig.kind == loaded.kind, f"{path}: kind {orig.kind} != {loaded.kind}"
         assert orig.dimension == loaded.dimension, f"{path}: size {orig.dimension} != {loaded.dimension}"
         assert orig.match_priority == loaded.match_priority, f"{path}: match_priority differs"
+        assert orig.auto_generated == loaded.auto_generated and orig.special == loaded.special, path
+        if orig.description is not None:  # else the written one is its variable name
+            assert orig.description == loaded.description, f"{path}: {orig.description!r} != {loaded.description!r}"
         self.forward[id(orig)] = loaded
         self.backward[id(loaded)] = orig
         self._alive += [orig, loaded]
@@ -94,11 +106,21 @@ def assert_equal_up_to_dims(orig: Any, loaded: Any, dims: DimMap, path: str = ""
         orig = orig.astype(orig.dtype.newbyteorder("<")) if orig.dtype.str[0] == ">" else orig
         assert type(orig) is type(loaded) and orig.dtype.str == loaded.dtype.str, f"{path}: {orig!r} != {loaded!r}"
         assert orig.shape == loaded.shape, f"{path}: {orig!r} != {loaded!r}"
-        assert numpy.ascontiguousarray(orig).tobytes() == numpy.ascontiguousarray(loaded).tobytes(), path
+        assert value_bytes(orig) == value_bytes(loaded), path
     elif isinstance(orig, float) and math.isnan(orig):
         assert isinstance(loaded, float) and math.isnan(loaded), f"{path}: {orig!r} != {loaded!r}"
     else:
         assert type(orig) is type(loaded) and orig == loaded, f"{path}: {orig!r} != {loaded!r}"
+
+
+def value_bytes(value: Any) -> bytes:
+    """The bytes of a numpy value, C order; of an x87 long double (10 bytes of value in 16) without the padding."""
+    data = numpy.ascontiguousarray(value).tobytes()
+    if value.dtype.base in (numpy.dtype(numpy.longdouble), numpy.dtype(numpy.clongdouble)):
+        if numpy.finfo(numpy.longdouble).nmant == 63:
+            items = numpy.frombuffer(data, dtype=numpy.uint8).reshape(-1, numpy.dtype(numpy.longdouble).itemsize)
+            return items[:, :10].tobytes()
+    return data
 
 
 def _pair_up(orig: list, loaded: list, dims: DimMap, path: str) -> list[tuple[Any, Any]]:

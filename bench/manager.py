@@ -1,0 +1,280 @@
+"""A manager's start with many returnn_common models: built in the manager as today, or by ``build_many`` out of it
+and cached. Run from the repository root:
+
+    .venv/bin/python -m bench.manager [--sweep 10] [--fresh-builds 8] [--out bench/results/manager.json]
+
+A Sisyphus setup in a temporary directory: recipe/ holds two model files (returnn_common's Transformer of 6 and of
+12 encoder and decoder layers, tests/rc_builders.py), config/ one config that makes, for each of ``--sweep`` model
+dims and both depths, a staged network of two stages (half the layers from epoch 1, all from epoch 5) and a
+RETURNN-checked CreateConfigJob: 4 x sweep builds. Each variant loads the config in a fresh interpreter as ``sis
+manager`` does (``sisyphus.loader.config_manager.load_configs``), side by side in one run: (a) built in the manager;
+(b) build_many, cold cache; (c) warm cache; (d) warm, after editing the 6-layer model file (a comment: the models
+stay the same), which half of the builds depend on. Then the memory the manager keeps per cached build (tracemalloc
+over build_many with its results kept, a run of its own), and a fresh interpreter per build (a build server that imports nothing, so that every build
+imports TensorFlow itself) against the fork server, on ``--fresh-builds`` builds, cold. Every variant's job hashes
+must equal (a)'s."""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+import json
+import os
+import platform
+import shutil
+import subprocess
+import sys
+import tempfile
+import textwrap
+import time
+from pathlib import Path
+from typing import Any
+
+REPO = Path(__file__).resolve().parents[1]
+
+MODEL_FILE = '''
+"""returnn_common's Transformer of {layers} layers, for the manager benchmark."""
+
+from tests import rc_builders
+
+LAYERS = {layers}
+
+
+def transformer(stage: int, model_dim: int):
+    """Stage 1: half the layers; stage 2: all of them. returnn_common imported here only (the manager never is)."""
+    from returnn_common import nn
+
+    from i6_rc_jobs import ReturnnCommonSerializer, rc_compat
+
+    extern_data, network = rc_builders.transformer(rc_compat.apply(nn), LAYERS // 2 * stage, model_dim)
+    return ReturnnCommonSerializer(extern_data=extern_data, network=network)
+'''
+
+CONFIG = '''
+"""The benchmark's config: $BENCH_MODE "manager" builds in the manager, "build_many" through the build cache."""
+
+import functools
+import gc
+import json
+import os
+import time
+import tracemalloc
+
+import bench_t6
+import bench_t12
+from sisyphus import tk
+
+from i6_rc_jobs import CheckedReturnnConfig, CreateConfigJob, ReturnnCommonSerializer, build_many
+from i6_rc_jobs.builds import Builds
+
+SWEEP = {sweep}
+LIMIT = int(os.environ.get("BENCH_LIMIT", "0")) or None
+
+
+def py():
+    calls = [
+        functools.partial(module.transformer, stage, 64 + 8 * i)
+        for module in (bench_t6, bench_t12)
+        for i in range(SWEEP)
+        for stage in (1, 2)
+    ][:LIMIT]
+    memory = os.environ.get("BENCH_MEMORY") == "1"
+    if memory:
+        tracemalloc.start()
+    start = time.perf_counter()
+    if os.environ["BENCH_MODE"] == "manager":
+        built = [call() for call in calls]
+    elif os.environ["BENCH_MODE"] == "fresh":  # a build server that imports no library: each build imports them
+        built = Builds(preload=()).build_many(calls)
+    else:
+        built = build_many(calls)
+    seconds = time.perf_counter() - start
+    kept = None
+    if memory:
+        gc.collect()
+        kept = tracemalloc.get_traced_memory()[0]
+        tracemalloc.stop()
+    hashes = []
+    for index in range(0, len(built), 2):
+        stage_1, stage_2 = built[index], built[index + 1]
+        staged = ReturnnCommonSerializer(
+            extern_data=stage_1.extern_data, staged_networks={{1: stage_1.network, 5: stage_2.network}}
+        )
+        config = CheckedReturnnConfig(
+            {{"use_tensorflow": True, "behavior_version": 16, "learning_rate": 1e-3}},
+            python_prolog=[staged],
+            black_formatting=False,
+        )
+        job = CreateConfigJob(config, check=True)
+        tk.register_output(f"bench/{{index // 2}}.config", job.out_config)
+        hashes.append(job._sis_id())
+    with open(os.environ["BENCH_REPORT"], "w") as f:
+        json.dump({{"build_s": seconds, "builds": len(calls), "job_ids": hashes, "kept_bytes": kept}}, f)
+'''
+
+#: One variant: load the config as ``sis manager`` does, in this fresh interpreter.
+LOADER = """
+import json, logging, os, sys, time
+sys.path.insert(0, {repo!r})
+logging.basicConfig(level=logging.INFO, format="%(message)s")
+start = time.perf_counter()
+from sisyphus.loader import config_manager
+config_manager.load_configs(["config/bench.py"])
+seconds = time.perf_counter() - start
+report = json.load(open(os.environ["BENCH_REPORT"]))
+report["load_s"] = seconds
+report["tensorflow"] = "tensorflow" in sys.modules
+report["returnn_common"] = "returnn_common" in sys.modules
+json.dump(report, open(os.environ["BENCH_REPORT"], "w"))
+"""
+
+
+def make_setup(directory: Path, sweep: int) -> Path:
+    for part in ("recipe", "config", "work"):
+        (directory / part).mkdir(parents=True, exist_ok=True)
+    (directory / "settings.py").write_text("WAIT_PERIOD_CACHE = 0\nWAIT_PERIOD_JOB_FS_SYNC = 0\n")
+    for layers in (6, 12):
+        (directory / "recipe" / f"bench_t{layers}.py").write_text(textwrap.dedent(MODEL_FILE.format(layers=layers)))
+    (directory / "config" / "bench.py").write_text(textwrap.dedent(CONFIG.format(sweep=sweep)))
+    time.sleep(0.1)  # files a build depends on are older than its start (see i6_rc_jobs/builds/server.py)
+    return directory
+
+
+def run_variant(setup: Path, mode: str, cache: Path, **env: str) -> dict[str, Any]:
+    report = setup / "report.json"
+    environ = dict(
+        os.environ,
+        BENCH_MODE=mode,
+        BENCH_REPORT=str(report),
+        I6_RC_BUILD_CACHE=str(cache),
+        CUDA_VISIBLE_DEVICES="",
+        TF_CPP_MIN_LOG_LEVEL="3",
+        **env,
+    )
+    start = time.perf_counter()
+    proc = subprocess.run(
+        [sys.executable, "-c", LOADER.format(repo=str(REPO))],
+        cwd=setup,
+        env=environ,
+        capture_output=True,
+        text=True,
+    )
+    wall = time.perf_counter() - start
+    if proc.returncode != 0:
+        raise RuntimeError(f"variant {mode} failed:\n{proc.stderr[-5000:]}")
+    result = json.loads(report.read_text())
+    result["process_s"] = wall
+    result["cache_log"] = [line for line in proc.stderr.splitlines() if line.startswith("build cache:")][:5]
+    return result
+
+
+def entries_since(cache: Path, since_ns: int) -> dict[str, int]:
+    """How many entries of each model file were made after ``since_ns``."""
+    counts: dict[str, int] = {}
+    for entry in cache.glob("entries/*/*/entry.json"):
+        data = json.loads(entry.read_text())
+        if data["recorded_ns"] > since_ns:
+            module = data["builder"].split(".")[0]
+            counts[module] = counts.get(module, 0) + 1
+    return counts
+
+
+def main(argv: list[str]) -> int:
+    parser = argparse.ArgumentParser(prog="python -m bench.manager", description=__doc__.split("\n\n")[0])
+    parser.add_argument("--sweep", type=int, default=10, help="model dims per depth (builds: 4 x sweep)")
+    parser.add_argument("--fresh-builds", type=int, default=8, help="builds for fork server vs fresh interpreter")
+    parser.add_argument("--out", default=str(REPO / "bench" / "results" / "manager.json"))
+    args = parser.parse_args(argv)
+    work = Path(tempfile.mkdtemp(prefix="bench-manager-"))
+    try:
+        setup = make_setup(work / "setup", args.sweep)
+        cache = work / "cache"
+        results: dict[str, Any] = {}
+        results["a"] = run_variant(setup, "manager", cache)
+        results["b"] = run_variant(setup, "build_many", cache)
+        results["c"] = run_variant(setup, "build_many", cache)
+        results["c_memory"] = run_variant(setup, "build_many", cache, BENCH_MEMORY="1")
+        with open(setup / "recipe" / "bench_t6.py", "a") as f:
+            f.write("# edited\n")
+        edited_ns = time.time_ns()
+        time.sleep(0.1)
+        results["d"] = run_variant(setup, "build_many", cache)
+        results["d_rebuilt"] = entries_since(cache, edited_ns)
+        n = args.fresh_builds
+        results["fork_server"] = run_variant(setup, "build_many", work / "cache-fork", BENCH_LIMIT=str(n))
+        results["fresh_interpreter"] = run_variant(setup, "fresh", work / "cache-fresh", BENCH_LIMIT=str(n))
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+    report(results, args)
+    return 0
+
+
+def report(results: dict[str, Any], args: argparse.Namespace) -> None:
+    a, b, c, d = (results[k] for k in "abcd")
+    builds = a["builds"]
+    same = all(results[k]["job_ids"] == a["job_ids"] for k in "bcd")
+    rows = [
+        ("(a) built in the manager", a),
+        ("(b) build_many, cold cache", b),
+        ("(c) build_many, warm cache", c),
+        ("(d) warm, one model file edited", d),
+    ]
+    print(f"{builds} builds ({args.sweep} model dims x 2 depths x 2 stages), {os.cpu_count()} cores, {date()}")
+    print(f"| variant | builds s | config load s | ms per build | TF in manager | returnn_common in manager |")
+    print("|---|---:|---:|---:|---|---|")
+    for name, r in rows:
+        print(
+            f"| {name} | {r['build_s']:.2f} | {r['load_s']:.2f} | {r['build_s'] * 1e3 / builds:.1f} | "
+            f"{r['tensorflow']} | {r['returnn_common']} |"
+        )
+    kept = results["c_memory"]["kept_bytes"] / builds / 1024
+    print(f"job ids equal to (a)'s in (b), (c), (d): {same}")
+    for key in "cd":
+        for line in results[key]["cache_log"]:
+            print(f"({key}) {line}")
+    print(f"memory the manager keeps per cached build (tracemalloc over build_many, its results kept): {kept:.0f} KB")
+    targets = [
+        (
+            "(c) at least 50x faster than (a), the builds",
+            a["build_s"] / c["build_s"],
+            a["build_s"] / c["build_s"] >= 50,
+        ),
+        ("(c) under 25 ms per build", c["build_s"] * 1e3 / builds, c["build_s"] * 1e3 / builds < 25),
+        ("(c) no tensorflow/returnn_common", None, not (c["tensorflow"] or c["returnn_common"])),
+        (
+            "(b) at least 1.6x faster than (a), the builds",
+            a["build_s"] / b["build_s"],
+            a["build_s"] / b["build_s"] >= 1.6,
+        ),
+        ("(b) at least 1.6x faster than (a), config load", a["load_s"] / b["load_s"], a["load_s"] / b["load_s"] >= 1.6),
+        (
+            "(c) faster than (a), config load (imports of Sisyphus and i6_core included)",
+            a["load_s"] / c["load_s"],
+            True,
+        ),
+        (
+            f"(d) rebuilds exactly the {builds // 2} builds of bench_t6",
+            results["d_rebuilt"],
+            results["d_rebuilt"] == {"bench_t6": builds // 2},
+        ),
+    ]
+    for name, value, ok in targets:
+        shown = f"{value:.1f}" if isinstance(value, float) else value
+        print(f"{name}: {shown} {'PASS' if ok else 'MISS'}")
+    fork, fresh = results["fork_server"], results["fresh_interpreter"]
+    print(
+        f"{fork['builds']} cold builds: fork server {fork['build_s']:.1f} s, fresh interpreter per build "
+        f"{fresh['build_s']:.1f} s ({fresh['build_s'] / fork['build_s']:.2f}x)"
+    )
+    out = Path(args.out)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    meta = {"date": date(), "cores": os.cpu_count(), "python": platform.python_version(), "sweep": args.sweep}
+    out.write_text(json.dumps({"meta": meta, **results}, indent=2))
+
+
+def date() -> str:
+    return datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

@@ -1,0 +1,460 @@
+"""The manager's side of builds: the cache key of a call, the lookup that verifies an entry, and the build server it
+starts (once per process, on the first call that is not cached) to build the others.
+
+A call is cached under the Sisyphus hash of the builder's name and its arguments; an entry of it is used only if
+every dependency its build recorded (:mod:`.record`) still holds: the same Python, ``sys.path`` and working
+directory, the same values of the environment variables it read, the same content of every file it loaded or
+read (:mod:`.fingerprint`)."""
+
+from __future__ import annotations
+
+import atexit
+import contextlib
+import functools
+import hashlib
+import json
+import logging
+import os
+import pickle
+import selectors
+import shutil
+import subprocess
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable, Iterable, Optional
+
+from ..imports.cache import locked
+from .fingerprint import Verifier
+from .store import Store, cache_root, touch_used
+
+#: Set in a build process: a build there runs the builder in that process (it is part of the outer build).
+IN_BUILD = False
+#: What the build server imports before it forks builds (those found; with their dependencies): the libraries and
+#: what returnn_common imports of them lazily while it builds a model, so that a build imports only recipe code.
+DEFAULT_PRELOAD = (
+    "tensorflow",
+    "returnn.__main__",
+    "returnn.tf.engine",
+    "returnn.tf.layers.rec",
+    "returnn.tf.layers.signal_processing",
+    "returnn.tf.layers.segmental_model",
+    "returnn.tf.layers.variable",
+    "returnn.datasets.hdf",
+    "returnn.util.better_exchook",
+    "returnn.util.debug",
+    "returnn_common.nn",
+    "i6_rc_jobs.rc_compat",
+    "i6_rc_jobs.serialization.capture",
+)
+#: How long a manager waits between looks at a lock another manager holds.
+_POLL_S = 0.05
+_LOG_LINES = 60
+_DESCRIPTION_CHARS = 200
+
+
+class BuildError(Exception):
+    """A build failed: the message has the builder's traceback and the end of its output."""
+
+
+@dataclass(frozen=True)
+class Call:
+    """One call of a builder, and where it is cached."""
+
+    builder: Callable[..., Any]
+    args: tuple
+    kwargs: dict[str, Any]
+    key: str = field(init=False)
+
+    def __post_init__(self) -> None:
+        from sisyphus.hash import sis_hash_helper
+
+        object.__setattr__(
+            self, "key", hashlib.sha256(sis_hash_helper((self.name, self.args, self.kwargs))).hexdigest()
+        )
+
+    @property
+    def name(self) -> str:
+        return f"{self.builder.__module__}.{self.builder.__qualname__}"
+
+    @property
+    def description(self) -> str:
+        """The arguments, as a call shows them (cut at ``_DESCRIPTION_CHARS``)."""
+        parts = [repr(arg) for arg in self.args] + [f"{name}={value!r}" for name, value in sorted(self.kwargs.items())]
+        text = ", ".join(parts)
+        return text if len(text) <= _DESCRIPTION_CHARS else text[: _DESCRIPTION_CHARS - 3] + "..."
+
+    @property
+    def data(self) -> bytes:
+        """The pickled call, as the build process loads it."""
+        try:
+            return pickle.dumps((self.builder, self.args, self.kwargs), protocol=pickle.HIGHEST_PROTOCOL)
+        except Exception as e:
+            raise BuildError(f"the arguments of {self.name}({self.description}) cannot be pickled: {e}") from None
+
+    def check(self) -> None:
+        """The builder must be found by its name in a process that imports its module (the build process does)."""
+        module, qualname = self.builder.__module__, self.builder.__qualname__
+        found = sys.modules.get(module)
+        for part in qualname.split("."):
+            found = getattr(found, part, None)
+        where = "the manager's config" if module == "config" or module.startswith("config.") else None
+        if found is not self.builder or "<locals>" in qualname or module == "__main__" or where:
+            raise BuildError(
+                f"builder {module}.{qualname}: a builder must be a module-level function of a module a build process "
+                f"can import (the setup's recipe/ or a versioned module), not of {where or 'a function or __main__'}; "
+                "move it there"
+            )
+
+
+@dataclass
+class Builds:
+    """How builds run: the Python (default: the manager's) and RETURNN (default: the one the manager imports) of the
+    build processes, how many run at once (default: the machine's cores), and what the build server imports."""
+
+    python: Optional[str] = None
+    returnn_root: Optional[str] = None
+    workers: Optional[int] = None
+    preload: tuple[str, ...] = DEFAULT_PRELOAD
+    cache: Optional[Path] = None
+    #: The build processes' exact sys.path and working directory (default: the manager's; set to rebuild an entry
+    #: as it was built).
+    paths: Optional[list[str]] = None
+    cwd: Optional[str] = None
+
+    def build(self, builder: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
+        """The serializer ``builder(*args, **kwargs)`` returns: from the cache if nothing it depended on changed, else
+        built in a process of its own."""
+        return self.build_many([(builder, args, kwargs)])[0]
+
+    def build_many(self, calls: Iterable[Any]) -> list[Any]:
+        """The serializers of many calls (each a ``functools.partial`` or a ``(builder, args, kwargs)`` tuple), in
+        their order; those not cached are built in parallel."""
+        calls = [_as_call(call) for call in calls]
+        if IN_BUILD:
+            return [call.builder(*call.args, **call.kwargs) for call in calls]
+        for call in calls:
+            call.check()
+        return _Batch(self, Store(Path(self.cache or cache_root()))).run(calls)
+
+    # -- what a build process would be ---------------------------------------------------------------------------
+
+    def executable(self) -> str:
+        """The build Python as given (a virtual environment's python is not resolved to the one it links to)."""
+        return os.path.abspath(os.fspath(self.python) if self.python else sys.executable)
+
+    def sys_path(self) -> list[str]:
+        """The build processes' sys.path: the manager's (absolute), after the given RETURNN."""
+        if self.paths is not None:
+            return self.paths
+        own = str(Path(__file__).resolve().parents[2])  # where this i6_rc_jobs is, for another Python
+        paths = [os.fspath(self.returnn_root)] if self.returnn_root else []
+        paths += [path for path in sys.path] + [own]
+        return list(dict.fromkeys(os.path.abspath(path) if path else self.workdir() for path in paths))
+
+    def workdir(self) -> str:
+        return self.cwd or os.getcwd()
+
+    def rebuild_many(self, calls: list[Any]) -> list[Any]:
+        """Builds the calls (objects with ``key``, ``name``, ``description`` and the pickled call as ``data``) anew,
+        neither looking them up nor storing them."""
+        return _Batch(self, Store(Path(self.cache or cache_root())), fresh=True).run(calls)
+
+
+def _as_call(call: Any) -> Call:
+    if isinstance(call, functools.partial):
+        return Call(call.func, tuple(call.args), dict(call.keywords))
+    builder, args, kwargs = call
+    return Call(builder, tuple(args), dict(kwargs))
+
+
+class _Batch:
+    """One ``build_many``: its lookups share one verifier (each file is checked once)."""
+
+    def __init__(self, builds: Builds, store: Store, fresh: bool = False):
+        self.builds = builds
+        self.store = store
+        self.fresh = fresh
+        self.verifier = Verifier()
+        self.bases: dict[str, bool] = {}
+        self.stale: dict[str, list[Path]] = {}
+
+    def run(self, calls: list[Call]) -> list[Any]:
+        results: dict[str, Any] = {}
+        for call in [] if self.fresh else calls:
+            if call.key not in results:
+                found = self.lookup(call)
+                if found is not None:
+                    results[call.key] = found
+        missing = {call.key: call for call in calls if call.key not in results}
+        if missing:
+            results.update(self.build_missing(list(missing.values())))
+        return [results[call.key] for call in calls]
+
+    # -- lookup ------------------------------------------------------------------------------------------------
+
+    def lookup(self, call: Call) -> Optional[Any]:
+        """The result of a verified entry of the call, None if there is none."""
+        self.stale[call.key] = []
+        if self.fresh:
+            return None
+        for variant in self.store.variants(call.key):
+            entry = self.store.entry(variant)
+            if entry is None or entry.get("builder") != call.name:
+                continue  # not made with this cache's key, corrupt, or half removed
+            if not (self.base_holds(entry["base"]) and self.deps_hold(entry)):
+                self.stale[call.key].append(variant)
+                continue
+            data = self.store.result_bytes(variant, entry)
+            if data is None:
+                continue
+            touch_used(variant)
+            return pickle.loads(data)
+        return None
+
+    def base_holds(self, digest: str) -> bool:
+        if digest not in self.bases:
+            if digest not in _bases:  # a base is immutable (named by its digest): read once per process
+                _bases[digest] = self.store.base(digest)
+            base = _bases[digest]
+            reason = "its base is missing or not signed" if base is None else self._base_changed(base)
+            if reason:
+                logging.info("build cache: the entries of base %s do not hold: %s", digest[:12], reason)
+            self.bases[digest] = reason is None
+        return self.bases[digest]
+
+    def _base_changed(self, base: dict[str, Any]) -> Optional[str]:
+        """What of the base no longer holds, None if all of it does."""
+        if base["python"]["executable"] != self.builds.executable():
+            return f"another Python: {self.builds.executable()}, not {base['python']['executable']}"
+        if base["sys_path"] != self.builds.sys_path():
+            return "another sys.path"
+        if base["cwd"] != self.builds.workdir():
+            return f"another working directory: {self.builds.workdir()}, not {base['cwd']}"
+        return _env_changed(base["env"]) or self._file_changed(base)
+
+    def deps_hold(self, entry: dict[str, Any]) -> bool:
+        reason = _env_changed(entry["env"]) or self._file_changed(entry)
+        if reason:
+            logging.info("build cache: %s(%s) is built again: %s", entry["builder"], entry["arguments"], reason)
+        return reason is None
+
+    def _file_changed(self, record: dict[str, Any]) -> Optional[str]:
+        for path, fp in record["files"].items():
+            if not self.verifier.unchanged(path, fp, record["recorded_ns"]):
+                return f"{path} changed"
+        return None
+
+    # -- building ----------------------------------------------------------------------------------------------
+
+    def build_missing(self, calls: list[Call]) -> dict[str, Any]:
+        """Builds the calls, each under its lock (another manager may be building it: then its result is taken),
+        at most ``workers`` at once. Locks are taken without waiting, so that two managers never wait for each other."""
+        workers = self.builds.workers or os.cpu_count() or 1
+        results: dict[str, Any] = {}
+        errors: list[BuildError] = []
+        pending = list(calls)
+        running: dict[int, tuple[Call, contextlib.ExitStack, Path]] = {}
+        server: Optional[_Server] = None
+        try:
+            while pending or running:
+                for call in list(pending):
+                    if len(running) >= workers:
+                        break
+                    stack = contextlib.ExitStack()
+                    if not self.fresh and not stack.enter_context(locked(self.store.lock(call.key), wait=False)):
+                        stack.close()
+                        continue
+                    pending.remove(call)
+                    found = self.lookup(call)  # built by another manager while this one waited
+                    if found is not None:
+                        results[call.key] = found
+                        stack.close()
+                        continue
+                    server = server or _server(self.builds, self.store)
+                    partial = self.store.partial("build")
+                    stack.callback(shutil.rmtree, partial, ignore_errors=True)
+                    started_ns = time.time_ns()
+                    (partial / "call.pickle").write_bytes(call.data)
+                    running[server.submit(partial, started_ns)] = (call, stack, partial)
+                if not running:
+                    time.sleep(_POLL_S)
+                    continue
+                done = server.wait(timeout=_POLL_S if pending else None)
+                for request_id, status in done:
+                    call, stack, partial = running.pop(request_id)
+                    with stack:
+                        try:
+                            results[call.key] = self.finish(call, partial, status, server)
+                        except BuildError as e:
+                            errors.append(e)
+        finally:
+            for _, stack, _ in running.values():
+                stack.close()
+        if errors:
+            more = f" ({len(errors) - 1} more builds failed)" if len(errors) > 1 else ""
+            raise BuildError(f"{errors[0]}{more}")
+        return results
+
+    def finish(self, call: Call, partial: Path, status: int, server: "_Server") -> Any:
+        """The result of a build that ended with ``status``, stored as an entry if the build succeeded and no
+        dependency changed while it ran."""
+        log = partial / "log"
+        if status != 0:
+            failed = self.store.failed_log(call.key)
+            failed.parent.mkdir(parents=True, exist_ok=True)
+            if log.exists():
+                shutil.move(log, failed)
+            how = f"was killed by signal {-status}" if status < 0 else f"failed (exit status {status})"
+            raise BuildError(
+                f"the build of {call.name}({call.description}) {how}; the end of its output ({failed}):\n"
+                + _tail(failed)
+            )
+        deps = json.loads((partial / "deps.json").read_text())
+        (partial / "deps.json").unlink()
+        result = (partial / "result.pickle").read_bytes()
+        if not (self.fresh or deps["changed_while_building"] or server.changed_while_loading):
+            entry = {
+                "builder": call.name,
+                "arguments": call.description,
+                "key": call.key,
+                "base": server.base_digest,
+                "files": deps["files"],
+                "env": deps["env"],
+                "recorded_ns": deps["recorded_ns"],
+                "sis_hash": deps["sis_hash"],
+            }
+            self.store.put(call.key, partial, entry, result, (partial / "call.pickle").read_bytes())
+            for variant in self.stale.get(call.key, []):
+                self.store.remove(variant)
+        return pickle.loads(result)
+
+
+def _env_changed(env: dict[str, Optional[str]]) -> Optional[str]:
+    for name, value in env.items():
+        if os.environ.get(name) != value:
+            return f"${name} is {os.environ.get(name)!r}, not {value!r}"
+    return None
+
+
+def _tail(path: Path) -> str:
+    try:
+        lines = path.read_text(errors="replace").splitlines()
+    except FileNotFoundError:
+        return "(no output)"
+    return "\n".join(lines[-_LOG_LINES:])
+
+
+class _Server:
+    """A running build server (:mod:`.server`), with the base it recorded."""
+
+    def __init__(self, builds: Builds, store: Store):
+        partial = store.partial("server")
+        self.directory = partial
+        self.log = partial / "log"
+        bootstrap = (
+            f"import sys; sys.path.insert(0, {str(Path(__file__).resolve().parents[2])!r}); "
+            "from i6_rc_jobs.builds.server import main; main()"
+        )
+        with open(self.log, "wb") as log:
+            self.process = subprocess.Popen(
+                [builds.executable(), "-c", bootstrap],
+                stdin=subprocess.PIPE,
+                stdout=subprocess.PIPE,
+                stderr=log,
+                cwd=builds.workdir(),
+            )
+        self._buffer = b""
+        self._next_id = 0
+        known = next((base for base in reversed(_bases.values()) if base is not None), None)
+        setup = {
+            "sys_path": builds.sys_path(),
+            "preload": list(builds.preload),
+            "base": str(partial / "base.json"),
+            "known": known,  # the fingerprints of a base read (and so verified as signed) in this process
+        }
+        self._send(setup)
+        reply = self._read(timeout=None)
+        if reply is None or not reply.get("ready"):
+            self.close()
+            raise BuildError(f"the build server ({builds.executable()}) did not start; its output:\n{_tail(self.log)}")
+        self.base_data = (partial / "base.json").read_bytes()
+        self.base = json.loads(self.base_data)
+        self.changed_while_loading = bool(self.base["changed_while_loading"])
+        self.base_digest = hashlib.sha256(self.base_data).hexdigest()
+        atexit.register(self.close)
+
+    def _send(self, message: dict[str, Any]) -> None:
+        assert self.process.stdin is not None
+        try:
+            self.process.stdin.write((json.dumps(message) + "\n").encode())
+            self.process.stdin.flush()
+        except BrokenPipeError:
+            raise BuildError(f"the build server ended (status {self.process.wait()}):\n{_tail(self.log)}") from None
+
+    def _read(self, timeout: Optional[float]) -> Optional[dict[str, Any]]:
+        """The next message, None at the end of the output or after ``timeout`` seconds without one."""
+        assert self.process.stdout is not None
+        fd = self.process.stdout.fileno()
+        while b"\n" not in self._buffer:
+            with selectors.DefaultSelector() as selector:
+                selector.register(fd, selectors.EVENT_READ)
+                if not selector.select(timeout):
+                    return None
+            chunk = os.read(fd, 65536)
+            if not chunk:
+                return None
+            self._buffer += chunk
+        line, self._buffer = self._buffer.split(b"\n", 1)
+        return json.loads(line)
+
+    def submit(self, partial: Path, started_ns: int) -> int:
+        """Starts a build in ``partial``, with the manager's environment as it is now."""
+        self._next_id += 1
+        request = {"id": self._next_id, "dir": str(partial), "started_ns": started_ns, "environ": dict(os.environ)}
+        self._send(request)
+        return self._next_id
+
+    def current(self) -> bool:
+        """Whether the environment variables the server read while loading still have the values it read."""
+        return self.process.poll() is None and _env_changed(self.base["env"]) is None
+
+    def wait(self, timeout: Optional[float]) -> list[tuple[int, int]]:
+        """(request, status) of the builds that ended; the server's end ends them all."""
+        message = self._read(timeout)
+        if message is None:
+            if self.process.poll() is None:
+                return []
+            raise BuildError(f"the build server ended (status {self.process.returncode}):\n{_tail(self.log)}")
+        done = [(message["id"], message["status"])]
+        while b"\n" in self._buffer:
+            message = self._read(0)
+            done.append((message["id"], message["status"]))
+        return done
+
+    def close(self) -> None:
+        if self.process.poll() is None:
+            assert self.process.stdin is not None
+            self.process.stdin.close()
+            self.process.wait()
+        shutil.rmtree(self.directory, ignore_errors=True)
+
+
+_servers: dict[tuple, _Server] = {}
+#: The bases read so far, by digest (None: not signed with the cache's key).
+_bases: dict[str, Optional[dict[str, Any]]] = {}
+
+
+def _server(builds: Builds, store: Store) -> _Server:
+    """The process's build server for this Python, path, working directory and preload (started on first use, and
+    anew when an environment variable it read while loading has changed), with its base in ``store``."""
+    key = (builds.executable(), tuple(builds.sys_path()), builds.workdir(), builds.preload)
+    server = _servers.get(key)
+    if server is None or not server.current():
+        if server is not None:
+            server.close()
+        server = _servers[key] = _Server(builds, store)
+    if not server.changed_while_loading:
+        store.put_base(server.base_data)
+    return server

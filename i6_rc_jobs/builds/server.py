@@ -1,0 +1,205 @@
+"""The build server: a process that has imported the libraries builds need (TensorFlow, RETURNN, returnn_common;
+no recipe code) and forks one child per build. A child starts as a copy of that state, so that it pays no import of
+the libraries and sees nothing another build or the manager left behind (returnn_common's name context, RETURNN's
+caches, random state): it imports the recipe code itself, builds, writes its result into the entry directory it was
+given, and exits. Runs with the setup's Python (``python -m i6_rc_jobs.builds.server`` is not how it is started:
+the manager puts i6_rc_jobs on the path first, see :mod:`.client`).
+
+Protocol, JSON lines: the manager sends ``{"sys_path", "preload", "base", "known"}`` once, then ``{"id", "dir",
+"started_ns", "environ"}`` per build; the server answers ``{"ready": true, "preloaded": [...]}`` once and ``{"id", "status"}``
+(the child's exit status, or minus the signal that killed it) per build. End of input ends the server and its
+children."""
+
+from __future__ import annotations
+
+import ctypes
+import importlib
+import json
+import os
+import selectors
+import signal
+import sys
+import time
+import traceback
+from typing import Optional
+
+from . import record
+from .fingerprint import fingerprint
+
+#: A dependency changed later than this before the build began may have changed while it read it.
+CLOCK_SLACK_NS = 20_000_000
+_PR_SET_PDEATHSIG = 1
+
+
+def _fingerprints(paths: list[str], known: Optional[dict] = None) -> dict[str, list]:
+    """Fingerprints of the files; those of ``known`` (a base the manager verified) taken where their stat proves
+    them, so that a new server does not read the libraries' hundreds of MB again."""
+    files, at = (known["files"], known["recorded_ns"]) if known else ({}, 0)
+    return {path: fingerprint(path, files.get(path), at) for path in paths}
+
+
+def _changed_since(fingerprints: dict[str, list], started_ns: int) -> list[str]:
+    return [path for path, fp in fingerprints.items() if fp[0] is not None and fp[5] >= started_ns - CLOCK_SLACK_NS]
+
+
+def _base(started_ns: int, sys_path: list[str], known: Optional[dict]) -> dict:
+    """What the server itself depended on when it was ready: every build from it depends on that."""
+    files = [*record.module_files(), *record.opened_files(), os.path.realpath(sys.executable)]
+    fingerprints = _fingerprints(list(dict.fromkeys(files)), known)
+    return {
+        "python": {"executable": sys.executable, "version": sys.version},  # its binary is among the files
+        "sys_path": sys_path,  # as given: what the manager compares
+        "cwd": os.getcwd(),
+        "env": record.environment(),
+        "files": fingerprints,
+        "recorded_ns": time.time_ns(),
+        "changed_while_loading": _changed_since(fingerprints, started_ns),
+    }
+
+
+def _build(directory: str, base: dict, started_ns: int, environ: dict[str, str]) -> int:
+    """In the child: one build; 0 if it wrote its result and dependencies."""
+    import pickle
+
+    from sisyphus.hash import sis_hash_helper
+
+    from ..serializer import ReturnnCommonSerializer
+    from . import client
+
+    client.IN_BUILD = True
+    record.set_environment(environ)
+    sys.dont_write_bytecode = True
+    sys.pycache_prefix = os.path.join(directory, "no-bytecode")  # never a stale .pyc of an edit that kept the mtime
+    with open(os.path.join(directory, "call.pickle"), "rb") as f:
+        builder, args, kwargs = pickle.load(f)
+    result = builder(*args, **kwargs)
+    name = f"{builder.__module__}.{builder.__qualname__}"
+    if not isinstance(result, ReturnnCommonSerializer):
+        print(f"error: the builder {name} returned a {type(result).__name__}, not a ReturnnCommonSerializer")
+        return 1
+    data = pickle.dumps(result, protocol=pickle.HIGHEST_PROTOCOL)
+    import hashlib
+
+    sis_hash = hashlib.sha256(sis_hash_helper(result)).hexdigest()
+    known = base["files"]
+    files = [path for path in record.module_files() + record.opened_files(exclude=directory) if path not in known]
+    fingerprints = _fingerprints(list(dict.fromkeys(files)))
+    env = {name: value for name, value in record.environment().items() if name not in base["env"]}
+    deps = {
+        "files": fingerprints,
+        "env": env,
+        "recorded_ns": time.time_ns(),
+        "sis_hash": sis_hash,
+        "changed_while_building": _changed_since(fingerprints, started_ns),
+    }
+    with open(os.path.join(directory, "result.pickle"), "wb") as f:
+        f.write(data)
+    with open(os.path.join(directory, "deps.json"), "w") as f:
+        json.dump(deps, f)
+    return 0
+
+
+def _child(request: dict, base: dict, protocol_fd: int) -> None:
+    ctypes.CDLL(None).prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
+    status = 1
+    try:
+        os.close(protocol_fd)
+        null = os.open(os.devnull, os.O_RDONLY)
+        os.dup2(null, 0)
+        directory = request["dir"]
+        log = os.open(os.path.join(directory, "log"), os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o666)
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os.dup2(log, 1)
+        os.dup2(log, 2)
+        status = _build(directory, base, request["started_ns"], request["environ"])
+    except BaseException:
+        traceback.print_exc()
+    finally:
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(status)
+
+
+class _Lines:
+    """Lines of the manager's requests, read from the file descriptor unbuffered (a selector sees only unread data)."""
+
+    def __init__(self, fd: int):
+        self.fd = fd
+        self._buffer = b""
+
+    def read(self) -> list[dict]:
+        """The requests that arrived; raises EOFError at the end of the input."""
+        chunk = os.read(self.fd, 65536)
+        if not chunk:
+            raise EOFError
+        lines = (self._buffer + chunk).split(b"\n")
+        self._buffer = lines.pop()
+        return [json.loads(line) for line in lines]
+
+
+def main() -> None:
+    started_ns = time.time_ns()
+    record.install()
+    protocol_fd = os.dup(1)
+    os.dup2(2, 1)  # what the libraries print while importing goes where the server's errors go
+    protocol = os.fdopen(protocol_fd, "w", buffering=1)
+    requests = _Lines(0)
+    setup: list[dict] = []
+    while not setup:
+        setup = requests.read()
+    sys.path[:] = setup[0]["sys_path"]
+    # Sisyphus first: it finds the setup's recipe/ packages (e.g. recipe/returnn_common) as in the manager.
+    import sisyphus.hash  # noqa: F401  (what every child hashes its result with)
+
+    import i6_rc_jobs.serializer  # noqa: F401
+
+    preloaded = []
+    for name in setup[0]["preload"]:
+        try:
+            importlib.import_module(name)
+        except ImportError:
+            continue
+        preloaded.append(name)
+
+    base = _base(started_ns, setup[0]["sys_path"], setup[0]["known"])
+    with open(setup[0]["base"], "w") as f:
+        json.dump(base, f)
+    protocol.write(json.dumps({"ready": True, "preloaded": preloaded}) + "\n")
+    try:
+        _serve(requests, protocol, base, protocol_fd)
+    except (EOFError, BrokenPipeError):
+        pass
+
+
+def _serve(requests: _Lines, protocol, base: dict, protocol_fd: int) -> None:
+    selector = selectors.DefaultSelector()
+    selector.register(requests.fd, selectors.EVENT_READ)
+    children: dict[int, tuple[int, int]] = {}  # pidfd -> (pid, request id)
+    try:
+        while True:
+            for key, _ in selector.select():
+                if key.fd == requests.fd:
+                    for request in requests.read():
+                        pid = os.fork()
+                        if pid == 0:
+                            selector.close()
+                            _child(request, base, protocol_fd)
+                        pidfd = os.pidfd_open(pid)
+                        selector.register(pidfd, selectors.EVENT_READ)
+                        children[pidfd] = (pid, request["id"])
+                else:
+                    pid, request_id = children.pop(key.fd)
+                    selector.unregister(key.fd)
+                    os.close(key.fd)
+                    _, status = os.waitpid(pid, 0)
+                    code = -os.WTERMSIG(status) if os.WIFSIGNALED(status) else os.WEXITSTATUS(status)
+                    protocol.write(json.dumps({"id": request_id, "status": code}) + "\n")
+    finally:
+        for pid, _ in children.values():
+            os.kill(pid, signal.SIGKILL)
+            os.waitpid(pid, 0)
+
+
+if __name__ == "__main__":
+    main()

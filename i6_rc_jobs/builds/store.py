@@ -1,0 +1,235 @@
+"""The build cache on disk: what a build made and what it depended on, signed so that nobody but the users who may
+read the cache's key can have made it (unpickling a result runs code).
+
+Layout under the root (``$I6_RC_BUILD_CACHE``, default ``builds`` beside the import cache, e.g.
+``~/.cache/i6_rc_jobs/builds``), made as the import cache makes its files (:mod:`i6_rc_jobs.imports.cache`: modes
+the umask gives, complete directories renamed into place, locks that the kernel drops when their holder dies):
+
+- ``key``: 32 random bytes, readable by the user (and the group, if the umask lets the group read), by nobody else;
+- ``entries/<call key>/<variant>/``: one build: ``entry.json`` (builder, arguments, the base it was built on, the
+  files and environment variables it depended on beyond that base, digests of the other files), ``entry.sig`` (an
+  HMAC-SHA256 of entry.json with the key), ``result.pickle``, ``call.pickle`` (for ``builds --verify``), ``log``
+  and ``used`` (touched at each use, for ``--prune``);
+- ``bases/<digest>.json`` and ``.sig``: what the build server had loaded before it forked a build (the libraries),
+  shared by the builds it made;
+- ``locks/<call key>.lock``, ``tmp/``, ``failed/<call key>.log`` (the output of the last failed build)."""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import json
+import os
+import secrets
+import shutil
+import stat
+import time
+from pathlib import Path
+from typing import Any, Iterator, Optional
+
+from ..atomic_file import write_atomically
+from ..imports.cache import cache_root as imports_cache_root
+from ..imports.cache import into_place, partial_dir
+
+ENV = "I6_RC_BUILD_CACHE"
+
+
+class UnsafeCacheError(Exception):
+    """The cache's key could be read or replaced by others: nothing in the cache can be trusted."""
+
+
+def cache_root() -> Path:
+    """``$I6_RC_BUILD_CACHE`` or ``builds`` beside the import cache."""
+    return Path(os.environ.get(ENV) or imports_cache_root().parent / "builds")
+
+
+def _digest(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
+
+
+class Store:
+    """The cache at ``root``."""
+
+    def __init__(self, root: Path):
+        self.root = root
+        self._key: Optional[bytes] = None
+
+    # -- the key ------------------------------------------------------------------------------------------------
+
+    def key(self) -> bytes:
+        """The cache's key, made on first use; refused if anyone but the user (and a group the user is in) could read
+        or replace it."""
+        if self._key is None:
+            path = self.root / "key"
+            try:
+                self._key = self._read_key(path)
+            except FileNotFoundError:
+                self._make_key(path)
+                self._key = self._read_key(path)
+        return self._key
+
+    def _read_key(self, path: Path) -> bytes:
+        directory = os.stat(self.root)
+        if directory.st_mode & stat.S_IWOTH and not directory.st_mode & stat.S_ISVTX:
+            raise UnsafeCacheError(
+                f"the build cache {self.root} is writable by every user (mode {stat.S_IMODE(directory.st_mode):o}): "
+                f"anyone could replace its key; chmod o-w {self.root}"
+            )
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW)
+        try:
+            st = os.fstat(fd)
+            mode = stat.S_IMODE(st.st_mode)
+            ours = st.st_uid == os.geteuid() or st.st_gid in (os.getegid(), *os.getgroups())
+            if not stat.S_ISREG(st.st_mode) or mode & 0o027 or not ours:
+                raise UnsafeCacheError(
+                    f"the build cache's key {path} (owner uid {st.st_uid}, gid {st.st_gid}, mode {mode:o}) could be "
+                    "read or replaced by users outside this user's groups: its entries are not trusted; remove the "
+                    f"key and the entries (rm -r {self.root}) or make it yours (chmod 0600)"
+                )
+            return os.read(fd, 64)
+        finally:
+            os.close(fd)
+
+    def _make_key(self, path: Path) -> None:
+        """Made beside its place with no rights for others, then linked into place: another process's key, linked
+        first, wins."""
+        self.root.mkdir(parents=True, exist_ok=True)
+        umask = os.umask(0)
+        os.umask(umask)
+        tmp = self.root / f".key.{secrets.token_hex(6)}"
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        try:
+            os.write(fd, secrets.token_bytes(32))
+            os.fsync(fd)
+            os.fchmod(fd, 0o640 & ~umask)
+        finally:
+            os.close(fd)
+        try:
+            os.link(tmp, path)
+        except FileExistsError:
+            pass
+        finally:
+            os.unlink(tmp)
+
+    def sign(self, data: bytes) -> bytes:
+        return hmac.new(self.key(), data, "sha256").hexdigest().encode()
+
+    def signed(self, data: bytes, signature: bytes) -> bool:
+        return hmac.compare_digest(self.sign(data), signature)
+
+    def read_signed(self, path: Path, sig_path: Path) -> Optional[bytes]:
+        """The file's bytes if its signature holds, else None (missing, corrupt, or not made with this key)."""
+        try:
+            data, signature = path.read_bytes(), sig_path.read_bytes()
+        except (FileNotFoundError, NotADirectoryError):
+            return None
+        return data if self.signed(data, signature) else None
+
+    # -- layout -------------------------------------------------------------------------------------------------
+
+    def entry_dir(self, call_key: str) -> Path:
+        return self.root / "entries" / call_key
+
+    def lock(self, call_key: str) -> Path:
+        return self.root / "locks" / f"{call_key}.lock"
+
+    def failed_log(self, call_key: str) -> Path:
+        return self.root / "failed" / f"{call_key}.log"
+
+    def partial(self, label: str) -> Path:
+        return partial_dir(self.root / "tmp", label)
+
+    def variants(self, call_key: str) -> list[Path]:
+        """The entry's variants, newest first."""
+        try:
+            names = os.listdir(self.entry_dir(call_key))
+        except FileNotFoundError:
+            return []
+        return [self.entry_dir(call_key) / name for name in sorted(names, reverse=True) if not name.startswith(".")]
+
+    def all_variants(self) -> Iterator[Path]:
+        try:
+            keys = sorted(os.listdir(self.root / "entries"))
+        except FileNotFoundError:
+            return
+        for call_key in keys:
+            yield from self.variants(call_key)
+
+    # -- bases --------------------------------------------------------------------------------------------------
+
+    def put_base(self, data: bytes) -> str:
+        digest = _digest(data)
+        path = self.root / "bases" / f"{digest}.json"
+        if self.read_signed(path, path.with_suffix(".sig")) is None:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            write_atomically(path, data)
+            write_atomically(path.with_suffix(".sig"), self.sign(data))
+        return digest
+
+    def base(self, digest: str) -> Optional[dict[str, Any]]:
+        path = self.root / "bases" / f"{digest}.json"
+        data = self.read_signed(path, path.with_suffix(".sig"))
+        if data is None or _digest(data) != digest:
+            return None
+        return json.loads(data)
+
+    # -- entries ------------------------------------------------------------------------------------------------
+
+    def entry(self, variant: Path) -> Optional[dict[str, Any]]:
+        """The variant's entry.json, if it is signed with this cache's key."""
+        data = self.read_signed(variant / "entry.json", variant / "entry.sig")
+        return None if data is None else json.loads(data)
+
+    def result_bytes(self, variant: Path, entry: dict[str, Any], name: str = "result") -> Optional[bytes]:
+        """The pickle ``name`` of the variant if its digest is the one the signed entry gives."""
+        try:
+            data = (variant / f"{name}.pickle").read_bytes()
+        except FileNotFoundError:
+            return None
+        return data if _digest(data) == entry[f"{name}_sha256"] else None
+
+    def put(self, call_key: str, partial: Path, entry: dict[str, Any], result: bytes, call: bytes) -> Path:
+        """Completes the entry built in ``partial`` (its result, call and log are there) and renames it into place."""
+        entry = {**entry, "result_sha256": _digest(result), "call_sha256": _digest(call)}
+        data = json.dumps(entry, sort_keys=True).encode()
+        (partial / "call.pickle").write_bytes(call)
+        (partial / "entry.json").write_bytes(data)
+        (partial / "entry.sig").write_bytes(self.sign(data))
+        (partial / "used").touch()
+        for path in partial.iterdir():
+            _fsync(path)
+        target = self.entry_dir(call_key) / f"{time.time_ns():020d}-{secrets.token_hex(4)}"
+        target.parent.mkdir(parents=True, exist_ok=True)
+        into_place(partial, target)
+        return target
+
+    def remove(self, variant: Path) -> None:
+        """Removes a variant: renamed aside first, so that no reader finds half of it."""
+        aside = self.partial("removed")
+        try:
+            os.rename(variant, aside / "variant")
+        except OSError:  # removed already, or another user's in a shared cache: then it stays
+            pass
+        shutil.rmtree(aside, ignore_errors=True)
+
+
+def touch_used(variant: Path) -> None:
+    try:
+        os.utime(variant / "used")
+    except OSError:  # a cache this user may only read
+        pass
+
+
+def last_used(variant: Path) -> float:
+    try:
+        return os.stat(variant / "used").st_mtime
+    except FileNotFoundError:
+        return 0.0
+
+
+def _fsync(path: Path) -> None:
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)

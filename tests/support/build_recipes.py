@@ -1,0 +1,74 @@
+"""A recipe directory of builders for the build tests: real returnn_common models (an LSTM stack) whose size comes
+from each kind of dependency a build can have: a module it imports, a data file it reads, an environment variable.
+Made in a temporary directory, so that the tests can edit each of them."""
+
+from __future__ import annotations
+
+import py_compile
+import textwrap
+from pathlib import Path
+
+MODELS = '''
+"""Builders of the build tests."""
+
+import os
+import time
+
+import bcompiled
+import bhelper
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+
+
+def lstm(layers_file: str):
+    """An LSTM stack: layers from ``layers_file``, hidden size $BMODELS_HIDDEN times the modules' FACTORs."""
+    with open(os.path.join(HERE, "counter"), "a") as f:  # written, so no dependency: counts the builds
+        f.write(f"{os.getpid()}\\n")
+    while os.path.exists(os.path.join(HERE, "pause")):  # a stat, no dependency: lets a test catch the build
+        time.sleep(0.05)
+    from tests import rc_serializers
+
+    with open(layers_file) as f:
+        num_layers = int(f.read())
+    hidden = int(os.environ.get("BMODELS_HIDDEN", "16")) * bhelper.FACTOR * bcompiled.FACTOR
+    print("building an LSTM stack of", num_layers, "layers")
+    return rc_serializers.model("lstm_stack", num_layers=num_layers, hidden=hidden)
+
+
+def failing(code: int):
+    with open(os.path.join(HERE, "counter"), "a") as f:
+        f.write(f"{os.getpid()}\\n")
+    print("output before the failure")
+    raise ValueError(f"boom {code}")
+
+
+def not_a_serializer():
+    return {"network": {}}
+'''
+
+
+def compiled(directory: Path, factor: int) -> None:
+    """``bcompiled.pyc``: a module that is only bytecode, no source."""
+    source = directory / "bcompiled_source.py"
+    source.write_text(f"FACTOR = {factor}\n")
+    py_compile.compile(str(source), cfile=str(directory / "bcompiled.pyc"), doraise=True)
+    source.unlink()
+
+
+def make(directory: Path) -> Path:
+    """Writes the recipe directory (``bmodels``, ``bhelper``, ``bcompiled``, ``bunrelated``, ``layers.txt``,
+    ``other.txt``)."""
+    directory.mkdir(parents=True, exist_ok=True)
+    compiled(directory, 1)
+    (directory / "bmodels.py").write_text(textwrap.dedent(MODELS))
+    (directory / "bhelper.py").write_text("FACTOR = 1\n")
+    (directory / "bunrelated.py").write_text("FACTOR = 1\n")
+    (directory / "layers.txt").write_text("1")
+    (directory / "other.txt").write_text("1")
+    return directory
+
+
+def builds(directory: Path) -> int:
+    """How many builds of ``bmodels`` ran so far."""
+    counter = directory / "counter"
+    return len(counter.read_text().splitlines()) if counter.exists() else 0

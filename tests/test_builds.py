@@ -1,0 +1,376 @@
+"""``i6_rc_jobs.build``/``build_many``: real returnn_common models built in build processes forked from a real build
+server, cached by what they depended on; each kind of dependency edited, faults, foreign entries, the command."""
+
+from __future__ import annotations
+
+import functools
+import json
+import os
+import pickle
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+from pathlib import Path
+
+import pytest
+
+from i6_rc_jobs.builds import BuildError, Builds
+from i6_rc_jobs.builds.fingerprint import RACY_NS
+from i6_rc_jobs.builds.store import Store, UnsafeCacheError
+from tests import rc_serializers
+from tests.support import build_recipes, golden
+from tests.support.sisyphus_setup import REPO
+
+#: Every file a test writes is older than this when it builds: a dependency changed within 20 ms before a build is
+#: not stored (it may have changed while the build read it).
+SETTLE_S = 0.05
+
+
+@pytest.fixture(scope="module")
+def recipe(tmp_path_factory):
+    """The builders' directory, on sys.path for the whole module (one build server serves all its tests)."""
+    directory = tmp_path_factory.mktemp("recipe")
+    sys.path.insert(0, str(directory))
+    yield directory
+    sys.path.remove(str(directory))
+    for name in ("bmodels", "bhelper", "bcompiled"):
+        sys.modules.pop(name, None)
+
+
+@pytest.fixture
+def setup(recipe, tmp_path, monkeypatch):
+    """Fresh builder files and an empty cache: (recipe directory, Builds, bmodels)."""
+    for path in recipe.iterdir():
+        path.unlink()
+    build_recipes.make(recipe)
+    monkeypatch.delenv("BMODELS_HIDDEN", raising=False)
+    time.sleep(SETTLE_S)
+    import bmodels
+
+    return recipe, Builds(cache=tmp_path / "cache", workers=2), bmodels
+
+
+def _variants(builds: Builds) -> list[Path]:
+    return list(Store(builds.cache).all_variants())
+
+
+def _edit(path: Path, text: str) -> None:
+    path.write_text(text)
+    time.sleep(SETTLE_S)
+
+
+def _hash(serializer) -> str:
+    return serializer._sis_hash().decode()
+
+
+def _lstm(builds, recipe, bmodels):
+    return builds.build(bmodels.lstm, str(recipe / "layers.txt"))
+
+
+def test_serializers_built_out_of_the_manager_hash_as_the_golden_files(tmp_path):
+    """Every real model of the golden files, built by build_many in both hash schemes: the pinned hashes."""
+    pinned = json.loads(golden.HASHES.read_text())["hashes"]
+    pinned_graph = json.loads(golden.GRAPH_HASHES.read_text())["hashes"]
+    names = sorted(name[len("rc_") :] for name in golden.rc_cases())
+    calls = [functools.partial(rc_serializers.model, name, scheme) for scheme in ("dict", "graph") for name in names]
+    built = Builds(cache=tmp_path / "cache", workers=2).build_many(calls)
+    hashes = {(call.args[1], call.args[0]): _hash(result) for call, result in zip(calls, built)}
+    assert {name: hashes["dict", name] for name in names} == {
+        name: pinned[f"rc_{name}"]["serializer"] for name in names
+    }
+    assert {name: hashes["graph", name] for name in names} == {name: pinned_graph[f"rc_{name}"] for name in names}
+
+
+def test_a_cached_build_runs_no_builder_and_gives_the_same_serializer(setup):
+    recipe, builds, bmodels = setup
+    first = _lstm(builds, recipe, bmodels)
+    (variant,) = _variants(builds)
+    second = _lstm(builds, recipe, bmodels)
+    assert build_recipes.builds(recipe) == 1 and _variants(builds) == [variant]
+    assert _hash(first) == _hash(second) and first.get() == second.get()
+
+
+@pytest.mark.parametrize(
+    "edit, rebuilds",
+    [
+        ("module", True),  # bhelper, which bmodels imports
+        ("bytecode", True),  # bcompiled.pyc, a module without source, which bmodels imports
+        ("unrelated module", False),  # bunrelated, in the same directory, never imported
+        ("data file", True),  # layers.txt, opened by the builder
+        ("unrelated data file", False),  # other.txt
+        ("env", True),  # BMODELS_HIDDEN, read by the builder
+        ("unrelated env", False),
+        ("same size and mtime", True),  # bhelper edited, its size and mtime kept
+        ("touched, same content", False),  # bhelper's mtime moved, its content kept
+        ("python", True),  # another Python runs the build (a link to the same one: the same model)
+    ],
+)
+def test_an_edit_of_a_dependency_rebuilds_an_unrelated_one_does_not(setup, monkeypatch, edit, rebuilds):
+    recipe, builds, bmodels = setup
+    if edit in ("same size and mtime", "touched, same content"):
+        time.sleep(RACY_NS / 1e9)  # so that the stat of the files is trusted: only the ctime can tell the edit
+    before = _lstm(builds, recipe, bmodels)
+    helper = recipe / "bhelper.py"
+    if edit == "module":
+        _edit(helper, "FACTOR = 2\n")
+    elif edit == "bytecode":
+        build_recipes.compiled(recipe, 2)
+        time.sleep(SETTLE_S)
+    elif edit == "unrelated module":
+        _edit(recipe / "bunrelated.py", "FACTOR = 2\n")
+    elif edit == "data file":
+        _edit(recipe / "layers.txt", "2")
+    elif edit == "unrelated data file":
+        _edit(recipe / "other.txt", "2")
+    elif edit == "env":
+        monkeypatch.setenv("BMODELS_HIDDEN", "32")
+    elif edit == "unrelated env":
+        monkeypatch.setenv("BMODELS_UNRELATED", "32")
+    elif edit == "same size and mtime":
+        st = helper.stat()
+        helper.write_text("FACTOR = 3\n")
+        os.utime(helper, ns=(st.st_atime_ns, st.st_mtime_ns))
+        assert helper.stat().st_size == st.st_size and helper.stat().st_mtime_ns == st.st_mtime_ns
+        time.sleep(SETTLE_S)
+    elif edit == "touched, same content":
+        os.utime(helper, ns=(time.time_ns() - 10**10, time.time_ns() - 10**10))
+    else:
+        (recipe / "python").symlink_to(sys.executable)
+        builds = Builds(python=str(recipe / "python"), cache=builds.cache, workers=2)
+    after = _lstm(builds, recipe, bmodels)
+    assert build_recipes.builds(recipe) == (2 if rebuilds else 1)
+    assert (_hash(after) != _hash(before)) == (rebuilds and edit != "python")  # each edited input changes the model
+    assert len(_variants(builds)) == 1  # a rebuilt entry replaces the stale one
+    again = _lstm(builds, recipe, bmodels)
+    assert build_recipes.builds(recipe) == (2 if rebuilds else 1) and _hash(again) == _hash(after)
+
+
+def test_a_failing_builder_leaves_no_entry_and_fails_each_time_with_its_error(setup):
+    recipe, builds, bmodels = setup
+    for attempt in (1, 2):
+        with pytest.raises(BuildError) as e:
+            builds.build(bmodels.failing, 42)
+        message = str(e.value)
+        assert "bmodels.failing(42) failed" in message and "ValueError: boom 42" in message
+        assert "output before the failure" in message and 'bmodels.py", line' in message  # the traceback
+        assert build_recipes.builds(recipe) == attempt and _variants(builds) == []
+    with pytest.raises(BuildError, match="returned a dict, not a ReturnnCommonSerializer"):
+        builds.build(bmodels.not_a_serializer)
+    assert _variants(builds) == []
+
+
+def test_a_builder_must_be_importable_by_name(setup):
+    _, builds, _ = setup
+
+    def local():
+        pass
+
+    with pytest.raises(BuildError, match="module-level function .* move it there"):
+        builds.build(local)
+
+
+def test_a_corrupt_entry_is_never_loaded(setup):
+    recipe, builds, bmodels = setup
+    good = _lstm(builds, recipe, bmodels)
+    (variant,) = _variants(builds)
+    data = bytearray((variant / "result.pickle").read_bytes())
+    data[len(data) // 2] ^= 0xFF
+    (variant / "result.pickle").write_bytes(bytes(data))
+    again = _lstm(builds, recipe, bmodels)
+    assert build_recipes.builds(recipe) == 2 and _hash(again) == _hash(good)
+    (entry,) = [v for v in _variants(builds) if v != variant]
+    (entry / "entry.json").write_text((entry / "entry.json").read_text().replace('"recorded_ns": ', '"recorded_ns": 1'))
+    _lstm(builds, recipe, bmodels)
+    assert build_recipes.builds(recipe) == 3
+
+
+class _Payload:
+    """A pickle that runs code when loaded: what a foreign entry could hold."""
+
+    def __init__(self, marker: Path):
+        self.marker = marker
+
+    def __reduce__(self):
+        return (os.system, (f"touch {self.marker}",))
+
+
+def test_a_foreign_entry_is_never_loaded(setup, tmp_path):
+    """An entry made with another cache's key (another user who could write into the cache), holding a pickle that
+    would run code, is not loaded: the build runs instead."""
+    recipe, builds, bmodels = setup
+    good = _lstm(builds, recipe, bmodels)
+    (variant,) = _variants(builds)
+    marker = tmp_path / "ran"
+    payload = pickle.dumps(_Payload(marker))
+    entry = json.loads((variant / "entry.json").read_text())
+    import hashlib
+
+    entry["result_sha256"] = hashlib.sha256(payload).hexdigest()
+    foreign = Store(tmp_path / "foreign-cache")
+    data = json.dumps(entry, sort_keys=True).encode()
+    forged = variant.parent / "99999999999999999999-forged"
+    forged.mkdir()
+    for name, content in [("entry.json", data), ("entry.sig", foreign.sign(data)), ("result.pickle", payload)]:
+        (forged / name).write_bytes(content)
+    assert Store(builds.cache).entry(forged) is None
+    again = _lstm(builds, recipe, bmodels)
+    assert not marker.exists() and _hash(again) == _hash(good) and build_recipes.builds(recipe) == 1
+    pickle.loads(payload)  # the premise: loading it would have run the code
+    assert marker.exists()
+
+
+@pytest.mark.parametrize("how", ["group-writable", "world-readable", "another owner"])
+def test_a_key_others_could_read_or_replace_is_refused(setup, how):
+    recipe, builds, bmodels = setup
+    _lstm(builds, recipe, bmodels)
+    key = Path(builds.cache) / "key"
+    if how == "group-writable":
+        key.chmod(0o660)
+    elif how == "world-readable":
+        key.chmod(0o644)
+    else:
+        if os.geteuid() != 0:
+            pytest.skip("making a file another user's needs root")
+        os.chown(key, 65534, 65534)
+    with pytest.raises(UnsafeCacheError, match=str(key)):
+        _lstm(builds, recipe, bmodels)
+
+
+MANAGER = textwrap.dedent("""
+    import json, os, sys
+    sys.path[:0] = [{recipe!r}, {repo!r}]
+    from i6_rc_jobs.builds import Builds
+    import bmodels
+    builds = Builds(cache={cache!r}, workers=2)
+    results = builds.build_many([(bmodels.lstm, (path,), {{}}) for path in json.loads(sys.argv[1])])
+    print(json.dumps([r._sis_hash().decode() for r in results]), flush=True)
+    """)
+
+
+def _manager(recipe: Path, cache: Path, paths: list[str]) -> subprocess.Popen:
+    code = MANAGER.format(recipe=str(recipe), repo=str(REPO), cache=str(cache))
+    return subprocess.Popen(
+        [sys.executable, "-c", code, json.dumps(paths)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+    )
+
+
+def test_concurrent_managers_build_each_entry_once(setup, tmp_path):
+    """Three managers at once, with the same two builds in different orders: one build each, the same hashes."""
+    recipe, builds, _ = setup
+    (recipe / "layers2.txt").write_text("2")
+    time.sleep(SETTLE_S)
+    one, two = str(recipe / "layers.txt"), str(recipe / "layers2.txt")
+    managers = [_manager(recipe, builds.cache, order) for order in ([one, two], [two, one], [one, two])]
+    outputs = []
+    for manager in managers:
+        out, err = manager.communicate(timeout=600)
+        assert manager.returncode == 0, err[-3000:]
+        outputs.append(json.loads(out.splitlines()[-1]))
+    assert outputs[0] == outputs[1][::-1] == outputs[2] and outputs[0][0] != outputs[0][1]
+    assert build_recipes.builds(recipe) == 2 and len(_variants(builds)) == 2
+
+
+def _wait_for(predicate, timeout: float = 300) -> None:
+    deadline = time.time() + timeout
+    while not predicate():
+        assert time.time() < deadline, "timed out"
+        time.sleep(0.02)
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    with open(f"/proc/{pid}/stat") as f:
+        return f.read().split(")")[-1].split()[0] != "Z"
+
+
+def test_a_killed_build_process_leaves_nothing(setup):
+    """SIGKILL of the build process while it builds: the manager says so, no entry; the next build works."""
+    recipe, builds, bmodels = setup
+    (recipe / "pause").touch()
+    import threading
+
+    errors = []
+
+    def manager():
+        try:
+            _lstm(builds, recipe, bmodels)
+        except BuildError as e:
+            errors.append(str(e))
+
+    thread = threading.Thread(target=manager)
+    thread.start()
+    _wait_for(lambda: build_recipes.builds(recipe) == 1)
+    pid = int((recipe / "counter").read_text().split()[0])
+    os.kill(pid, signal.SIGKILL)
+    thread.join(120)
+    (recipe / "pause").unlink()
+    assert len(errors) == 1 and "was killed by signal 9" in errors[0]
+    assert _variants(builds) == []
+    _lstm(builds, recipe, bmodels)
+    assert build_recipes.builds(recipe) == 2 and len(_variants(builds)) == 1
+
+
+@pytest.mark.parametrize("delay", [0.0, 0.3, 1.0, 3.0, "building", "just after"])
+def test_a_manager_killed_at_any_point_leaves_nothing_that_is_used(setup, delay):
+    """SIGKILL of a manager at points from its start to its end: whatever it left is a complete, verified entry or
+    nothing, its build process and server end, and the next manager gets the right result."""
+    recipe, builds, bmodels = setup
+    expected = _lstm(Builds(cache=builds.cache.with_name("reference")), recipe, bmodels)
+    (recipe / "counter").unlink()
+    if delay == "building":
+        (recipe / "pause").touch()
+    manager = _manager(recipe, builds.cache, [str(recipe / "layers.txt")])
+    if delay == "building":
+        _wait_for(lambda: build_recipes.builds(recipe) == 1)
+    elif delay == "just after":
+        _wait_for(lambda: build_recipes.builds(recipe) == 1)
+        time.sleep(0.5)
+    else:
+        time.sleep(delay)
+    manager.kill()
+    manager.communicate()
+    (recipe / "pause").unlink(missing_ok=True)
+    if build_recipes.builds(recipe):
+        child = int((recipe / "counter").read_text().split()[0])
+        _wait_for(lambda: not _alive(child), timeout=30)
+    store = Store(builds.cache)
+    for variant in _variants(builds):
+        entry = store.entry(variant)
+        assert entry is not None and store.result_bytes(variant, entry) is not None, variant
+    assert _hash(_lstm(builds, recipe, bmodels)) == _hash(expected)
+
+
+def _cli(*args: str, cache: Path, env: dict | None = None) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [sys.executable, "-m", "i6_rc_jobs", "builds", *args],
+        env={**os.environ, "I6_RC_BUILD_CACHE": str(cache), **(env or {})},
+        capture_output=True,
+        text=True,
+        cwd=REPO,
+        timeout=600,
+    )
+
+
+def test_the_builds_command_lists_verifies_and_prunes(setup):
+    recipe, builds, bmodels = setup
+    built = _lstm(builds, recipe, bmodels)
+    listing = _cli(cache=builds.cache)
+    assert listing.returncode == 0, listing.stderr
+    (line,) = [line for line in listing.stdout.splitlines() if line.startswith("bmodels.lstm")]
+    assert repr(str(recipe / "layers.txt"))[:30] in line and _hash(built)[:0] in line
+    entry = Store(builds.cache).entry(_variants(builds)[0])
+    assert entry["sis_hash"][:12] in line
+
+    same = _cli("--verify", cache=builds.cache)
+    assert same.returncode == 0 and "same hash" in same.stdout, same.stdout + same.stderr
+    differs = _cli("--verify", cache=builds.cache, env={"BMODELS_HIDDEN": "8"})
+    assert differs.returncode == 1 and "DIFFERS" in differs.stdout, differs.stdout + differs.stderr
+
+    assert _cli("--prune", "1d", cache=builds.cache).returncode == 0 and len(_variants(builds)) == 1
+    assert _cli("--prune", "0s", cache=builds.cache).returncode == 0 and _variants(builds) == []
+    assert "no duration" in _cli("--prune", "soon", cache=builds.cache).stderr

@@ -1,0 +1,376 @@
+"""The graph hash never hides a change RETURNN makes: pairs of net dicts that RETURNN builds into other models (other
+outputs, TF variables or losses, judged by i6_rc_jobs/semantics.py) hash differently with ``hash_scheme="graph"``,
+for each way a graph can miss what RETURNN does (references taken as plain values, names resolved otherwise than
+RETURNN resolves them, options wrongly taken as inert), and the tables of i6_rc_jobs/hashing/graph_rules.py hold
+against the pinned RETURNN's code, so that a RETURNN update that invalidates an entry fails here."""
+
+from __future__ import annotations
+
+import inspect
+import re
+from typing import Any
+
+import pytest
+from returnn.tensor import Dim, batch_dim
+
+from i6_rc_jobs import ReturnnCommonSerializer, SerializationError
+from i6_rc_jobs.hashing import graph_rules
+from i6_rc_jobs.semantics import same_model
+
+time_dim = Dim(None, name="time", kind=Dim.Types.Spatial)
+in_dim = Dim(5, name="in", kind=Dim.Types.Feature)
+hidden_dim = Dim(7, name="hidden", kind=Dim.Types.Feature)
+sliced_dim = Dim(None, name="sliced", kind=Dim.Types.Spatial)
+loop_dim = Dim(None, name="loop", kind=Dim.Types.Spatial)
+EXTERN_DATA = {
+    "data": {"dim_tags": [batch_dim, time_dim, in_dim]},
+    "classes": {"dim_tags": [batch_dim, time_dim], "sparse_dim": hidden_dim, "dtype": "int32"},
+}
+
+Net = dict[str, Any]
+
+
+def act(source: Any, activation: str = "relu") -> dict:
+    return {"class": "activation", "activation": activation, "from": source}
+
+
+def linear(source: Any, **options: Any) -> dict:
+    return {"class": "linear", "from": source, "out_dim": hidden_dim, **options}
+
+
+def add(*sources: str, **options: Any) -> dict:
+    return {"class": "combine", "kind": "add", "from": list(sources), **options}
+
+
+def loop(unit: Net, source: str = "ff") -> dict:
+    return {"class": "rec", "from": source, "axis": time_dim, "unit": unit}
+
+
+def swapped(x: str, y: str) -> tuple[dict, dict]:
+    """Two layers "x" and "y" of data, relu and tanh: swapping their contents and the order of their readers keeps
+    every layer token a graph gives them, so only how a name is read tells the two nets apart."""
+    return {x: act("data", "relu"), y: act("data", "tanh")}, {x: act("data", "tanh"), y: act("data", "relu")}
+
+
+def _pair_loss_target() -> tuple[Net, Net]:
+    def net(activation: str) -> Net:
+        return {
+            "ff": linear("data"),
+            "t": act("ff", activation),
+            "output": {"class": "copy", "from": "ff", "loss": "mse", "target": "layer:t"},
+        }
+
+    return net("relu"), net("tanh")
+
+
+def _pair_code_names() -> tuple[Net, Net]:
+    code = "source(0) + source(1) + self.network.get_layer('x').output.placeholder"
+    a, b = swapped("x", "y")
+    return (
+        {**a, "output": {"class": "eval", "from": ["x", "y"], "eval": code}},
+        {**b, "output": {"class": "eval", "from": ["y", "x"], "eval": code}},
+    )
+
+
+def _pair_max_seq_len() -> tuple[Net, Net]:
+    def net(x: dict, y: dict, order: list[str]) -> Net:
+        unit = {
+            "i": {"class": "copy", "from": "base:kept"},
+            "output": add("prev:output", "i"),
+            "top": {"class": "reduce", "mode": "max", "axis": in_dim, "from": "output"},
+            "end": {"class": "compare", "kind": "greater", "from": "top", "value": 99.0},
+        }
+        return {
+            "x": x,
+            "y": y,
+            "rx": {"class": "reduce", "mode": "max", "axis": "T", "from": "x"},
+            "ry": {"class": "reduce", "mode": "max", "axis": "T", "from": "y"},
+            "kept": add(*order, is_output_layer=True),
+            "output": {
+                "class": "rec",
+                "from": [],
+                "axis": loop_dim,
+                "max_seq_len": "max_len_from('base:x')",
+                "unit": unit,
+            },
+        }
+
+    full = act("data")
+    short = {"class": "slice", "from": "data", "axis": time_dim, "slice_start": 3, "out_dim": sliced_dim}
+    return net(full, short, ["rx", "ry"]), net(short, full, ["ry", "rx"])
+
+
+def _pair_concat_sources() -> tuple[Net, Net]:
+    a, b = swapped("x", "y")
+    sub = {
+        "class": "subnetwork",
+        "concat_sources": False,
+        "subnetwork": {"output": {"class": "copy", "from": "data:x"}},
+    }
+    return {**a, "output": {**sub, "from": ["x", "y"]}}, {**b, "output": {**sub, "from": ["y", "x"]}}
+
+
+def _pair_layer_named_data() -> tuple[Net, Net]:
+    return (
+        {"data": act("data:data", "relu"), "output": {"class": "copy", "from": "data"}},
+        {"data": act("data:data", "tanh"), "output": {"class": "copy", "from": "data"}},
+    )
+
+
+def _pair_from_none() -> tuple[Net, Net]:
+    ff = linear("data")
+    return (
+        {"ff": ff, "none": act("ff"), "output": add("ff", "none")},
+        {"ff": ff, "other": act("ff"), "output": add("ff", "other")},
+    )
+
+
+def _pair_initial_state_keyword() -> tuple[Net, Net]:
+    def net(name: str) -> Net:
+        return {
+            "ff": linear("data"),
+            name: {"class": "reduce", "mode": "max", "axis": time_dim, "from": "ff"},
+            "output": {"class": "rec", "unit": "gru", "from": "data", "out_dim": hidden_dim, "initial_state": name},
+        }
+
+    return net("ones"), net("init")
+
+
+def _pair_subnetwork_from_prev() -> tuple[Net, Net]:
+    def net(prev: str) -> Net:
+        sub = {"class": "subnetwork", "from": prev, "subnetwork": {"output": act("data", "tanh")}}
+        unit = {"acc": add("data:source", "prev:acc"), "sub": sub, "output": add("acc", "sub")}
+        return {"ff": linear("data"), "output": loop(unit)}
+
+    return net("prev:acc"), net("prev:output")
+
+
+def _pair_prev_of_alias() -> tuple[Net, Net]:
+    def net(prev: str) -> Net:
+        unit = {
+            "x": add("data:source", "prev:x", initial_output="ones"),
+            "c": {"class": "copy", "from": "x"},
+            "output": add("x", prev),
+        }
+        return {"ff": linear("data"), "output": loop(unit)}
+
+    return net("prev:c"), net("prev:x")
+
+
+def _pair_shape_deps() -> tuple[Net, Net]:
+    def net(start: int) -> Net:
+        return {
+            "sliced": {"class": "slice", "from": "data", "axis": time_dim, "slice_start": start, "out_dim": sliced_dim},
+            "output": {"class": "constant", "value": 1.0, "shape": [batch_dim, sliced_dim], "shape_deps": ["sliced"]},
+        }
+
+    return net(1), net(2)
+
+
+def _pair_random_state() -> tuple[Net, Net]:
+    def net(name: str) -> Net:
+        noise = {"class": "random", "shape": [hidden_dim], "distribution": "uniform", "minval": 0.0, "maxval": 1.0}
+        return {"ff": linear("data"), name: noise, "output": add("ff", name)}
+
+    return net("noise"), net("other")
+
+
+def _pair_cell_unit_scope() -> tuple[Net, Net]:
+    lstm = {"class": "rec", "unit": "standardlstm", "from": "data", "out_dim": hidden_dim}
+    return {"lstm": lstm, "output": {"class": "copy", "from": "lstm"}}, {
+        "x": {**lstm, "name_scope": "lstm"},
+        "output": {"class": "copy", "from": "x"},
+    }
+
+
+def _pair_loss_scale_none() -> tuple[Net, Net]:
+    loss = {"class": "softmax", "from": "data", "out_dim": hidden_dim, "loss": "ce", "target": "classes"}
+    return {"sm": loss, "output": {"class": "copy", "from": "sm"}}, {
+        "sm": {**loss, "loss_scale": None},
+        "output": {"class": "copy", "from": "sm"},
+    }
+
+
+def _pair_loop_data() -> tuple[Net, Net]:
+    def net(source: str) -> Net:
+        return {"ff": act("data", "tanh"), "output": loop({"output": linear(source)})}
+
+    return net("data:source"), net("data")
+
+
+#: What each pair shows, and the pair: RETURNN builds other models of them.
+PAIRS = {
+    "loss-target-layer": _pair_loss_target,
+    "names-in-eval-code": _pair_code_names,
+    "names-in-max-seq-len": _pair_max_seq_len,
+    "concat-sources-data-key": _pair_concat_sources,
+    "layer-named-data": _pair_layer_named_data,
+    "from-none": _pair_from_none,
+    "initial-state-keyword": _pair_initial_state_keyword,
+    "subnetwork-from-prev": _pair_subnetwork_from_prev,
+    "prev-of-copy-alias": _pair_prev_of_alias,
+    "shape-deps": _pair_shape_deps,
+    "random-state-variable": _pair_random_state,
+    "cell-unit-rec-scope": _pair_cell_unit_scope,
+    "loss-scale-none-with-a-loss": _pair_loss_scale_none,
+    "data-in-a-loop-is-extern-data": _pair_loop_data,
+}
+
+
+def serializer(net: Net, scheme: str = "dict") -> ReturnnCommonSerializer:
+    return ReturnnCommonSerializer(extern_data=EXTERN_DATA, network=net, hash_scheme=scheme)
+
+
+@pytest.mark.parametrize("name", sorted(PAIRS))
+def test_returnn_tells_the_pair_apart_and_so_does_the_graph_hash(name: str):
+    a, b = PAIRS[name]()
+    assert same_model(serializer(a).get(), serializer(b).get()) != []
+    assert serializer(a, "graph")._sis_hash() != serializer(b, "graph")._sis_hash()
+
+
+def _trainable(net: Net) -> list[str]:
+    from i6_rc_jobs.returnn_check import network_in_new_graph
+    from i6_rc_jobs.semantics import load_config
+
+    config = load_config(serializer(net).get())
+    with network_in_new_graph(config, config.typed_value("network"), train_flag=True) as network:
+        return sorted(variable.name for variable in network.get_trainable_params())
+
+
+def test_a_subnetwork_with_a_name_scope_is_no_namespace():
+    """RETURNN's SubnetworkLayer owns the variables under its scope: with name_scope "" it makes a cell's variables
+    trainable that without it are not (the same variables, the same output; another training)."""
+    variable = {"class": "variable", "shape": [in_dim, hidden_dim], "init": "glorot_uniform"}
+    lstm = {"class": "rec", "unit": "standardlstm", "from": "dot", "out_dim": hidden_dim, "name_scope": ""}
+    dot = {"class": "dot", "from": ["data", "w"], "reduce": in_dim}
+    scoped = {
+        "class": "subnetwork",
+        "name_scope": "",
+        "subnetwork": {"w": variable, "output": {"class": "copy", "from": "w"}},
+    }
+    a = {"w": variable, "dot": dot, "lstm": lstm, "output": {"class": "copy", "from": "lstm"}}
+    b = {**a, "w": scoped}
+    assert _trainable(a) != _trainable(b)
+    assert serializer(a, "graph")._sis_hash() != serializer(b, "graph")._sis_hash()
+
+
+def test_a_huge_int_in_a_float_constant_is_refused_with_its_path():
+    """TF cannot make it (``ValueError: Can't convert Python sequence with out-of-range integer``)."""
+    net = {"c": {"class": "constant", "value": 10**400, "dtype": "float32"}, "output": {"class": "copy", "from": "c"}}
+    with pytest.raises(
+        SerializationError, match=r"^network\['c'\]\['value'\]: an int of 401 digits in dtype 'float32'"
+    ):
+        serializer(net, "graph")._sis_hash()
+
+
+# The tables against the pinned RETURNN's code.
+
+
+def _layer_classes() -> dict[str, type]:
+    from returnn.tf.layers.basic import _LayerClassDict, get_layer_class
+
+    get_layer_class("copy")  # registers every layer class
+    return dict(_LayerClassDict)
+
+
+def _transform_sources(cls: type) -> list[str]:
+    """The source of every transform_config_dict the class runs (its own and its bases')."""
+    return [
+        inspect.getsource(base.transform_config_dict) for base in cls.__mro__ if "transform_config_dict" in vars(base)
+    ]
+
+
+_RESOLVERS = re.compile(
+    r"get_layer\(|map_structure\(get_layer|transform_source_name\(|transform_initial_state\(|ReuseParams\.from_config_dict\("
+)
+
+
+def _resolves(cls: type, option: str) -> bool:
+    """Whether a transform_config_dict of ``cls`` reads ``option`` within 4 lines of a call resolving layers."""
+    for source in _transform_sources(cls):
+        lines = source.splitlines()
+        for i, line in enumerate(lines):
+            if re.search(rf"""["']{option}["']""", line) and any(
+                _RESOLVERS.search(near) for near in lines[max(0, i - 4) : i + 5] if "def " not in near
+            ):
+                return True
+    return False
+
+
+def test_every_reference_option_is_resolved_as_layers_by_returnn():
+    classes = _layer_classes()
+    from returnn.tf.layers.base import LayerBase
+
+    for option in graph_rules.COMMON_REFERENCE_OPTIONS:
+        assert _resolves(LayerBase, option), option
+    for name, options in graph_rules.CLASS_REFERENCE_OPTIONS.items():
+        for option in options:
+            assert _resolves(classes[name], option), (name, option)
+
+
+def test_keywords_are_returnns():
+    from returnn.tf.layers.base import LayerBase
+    from returnn.tf.layers.rec import RnnCellLayer
+
+    sources = {
+        "from": inspect.getsource(LayerBase.transform_config_dict),
+        "initial_output": inspect.getsource(LayerBase.transform_config_dict),
+        "initial_state": inspect.getsource(RnnCellLayer.transform_initial_state),
+    }
+    for option, keywords in graph_rules.KEYWORDS.items():
+        for keyword in keywords:
+            assert re.search(rf"""["']{re.escape(keyword)}["']""", sources[option]), (option, keyword)
+
+
+_VARIABLES = re.compile(r"add_param|get_variable|tf\.Variable|var_creation_scope|_get_cell|add_weight|Generator")
+
+
+def test_parameter_free_classes_create_no_variables_in_returnn():
+    """A class is parameter-free if neither it nor a base below LayerBase creates variables, except under an option
+    of VARIABLE_OPTIONS (CombineLayer's ``if with_bias:``); LayerBase's own variables come from those options."""
+    from returnn.tf.layers.base import LayerBase
+
+    for name in graph_rules.PARAMETER_FREE_CLASSES:
+        for base in _layer_classes()[name].__mro__:
+            if base in LayerBase.__mro__:
+                continue
+            source = _without_guarded_blocks(inspect.getsource(base))
+            assert not _VARIABLES.search(source), (name, base.__name__, _VARIABLES.search(source).group())
+    layer_base = inspect.getsource(LayerBase.__init__) + inspect.getsource(LayerBase.post_init)
+    assert "batch_norm" in layer_base and "self.batch_norm(" in inspect.getsource(LayerBase.post_init)
+    assert "get_variable" in inspect.getsource(LayerBase.get_rec_initial_output)
+
+
+def _without_guarded_blocks(source: str) -> str:
+    """The source without the blocks under ``if <option>:`` for the options of VARIABLE_OPTIONS."""
+    lines, out, guard = source.splitlines(), [], None
+    for line in lines:
+        indent = len(line) - len(line.lstrip())
+        if guard is not None and (not line.strip() or indent > guard):
+            continue
+        guard = None
+        stripped = line.strip()
+        if any(stripped == f"if {option}:" for option in graph_rules.VARIABLE_OPTIONS):
+            guard = indent
+            continue
+        out.append(line)
+    return "\n".join(out)
+
+
+def test_rec_scope_classes_are_those_returnn_puts_under_rec():
+    prefixed = {
+        name
+        for name, cls in _layer_classes().items()
+        if "get_absolute_name_scope_prefix" in vars(cls)
+        and '"rec/"' in inspect.getsource(cls.get_absolute_name_scope_prefix)
+    }
+    assert prefixed == graph_rules.REC_SCOPE_CLASSES
+
+
+def test_inert_options_are_only_checked_or_resolved_into_the_scope():
+    from returnn.tf.layers.base import LayerBase
+
+    assert graph_rules.INERT_OPTIONS == {"out_shape", "name_scope"}
+    assert "verify_out_shape" in inspect.getsource(LayerBase.fixup_out_data)
+    for name in ("random", "constant"):
+        assert _resolves(_layer_classes()[name], "shape_deps")
