@@ -11,6 +11,6 @@ setup(
     name="i6_rc_jobs",
     version=VERSION,
     description="Sisyphus jobs and helpers for i6_core recipes that build RETURNN models with returnn_common",
-    packages=find_packages(include=["i6_rc_jobs", "i6_rc_jobs.*", "i6_rc_imports"]),
+    packages=find_packages(include=["i6_rc_jobs", "i6_rc_jobs.*"]),
     python_requires=">=3.11",
 )

@@ -24,7 +24,13 @@ def main(argv: list[str]) -> int:
         return 2
     import importlib
 
-    return importlib.import_module(COMMANDS[argv[0]]).main(argv[1:])
+    try:
+        status = importlib.import_module(COMMANDS[argv[0]]).main(argv[1:])
+        sys.stdout.flush()
+        return status
+    except BrokenPipeError:  # the reader stopped reading (``hash-diff A B | head``): no traceback for that
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # so that Python's exit flushes nowhere
+        return 1
 
 
 if __name__ == "__main__":

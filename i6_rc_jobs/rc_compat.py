@@ -48,7 +48,7 @@ import inspect
 import types
 from typing import Any, Optional
 
-__all__ = ["apply"]
+__all__ = ["apply", "missing"]
 
 _APPLIED = "_i6_rc_jobs_rc_compat_applied"
 
@@ -68,10 +68,47 @@ def apply(nn: types.ModuleType) -> types.ModuleType:
     return nn
 
 
+def missing(nn: types.ModuleType) -> list[str]:
+    """What :func:`apply` would fix in ``nn`` with the installed RETURNN, if it was not applied yet: nothing for an
+    applied one. A model may build without the fixes (a Transformer) and another one not (a Conformer), so a
+    serializer made from a model of such an ``nn`` refuses it (see ``from_returnn_common``)."""
+    nn = importlib.import_module(nn.__name__)
+    if getattr(nn, _APPLIED, False):
+        return []
+    found = []
+    if _needs_identifier(nn.ControlFlowContext):
+        found.append("nn.Loop and nn.Cond (RETURNN's ControlFlowContext needs an identifier)")
+    if _halves_are_new_dims():
+        found.append("nn.gating, the Conformer's GLU (RETURNN makes 2*model//2 a dim of its own)")
+    if _reads_dim_generic(nn):
+        found.append("nn.get_dim_deps (RETURNN removed Dim.generic)")
+    return found
+
+
+def _needs_identifier(control_flow_context: Any) -> bool:
+    """RETURNN 059fc8a6b and later: its ``ControlFlowContext`` needs an identifier (fix 1)."""
+    return "identifier" in inspect.signature(control_flow_context.__init__).parameters
+
+
+def _halves_are_new_dims() -> bool:
+    """RETURNN 91d31d240 and later: ``(2 * a) // 2`` is not ``a`` (fix 3)."""
+    from returnn.tensor import Dim
+
+    model = Dim(2, description="model")
+    return (2 * model) // 2 != model
+
+
+def _reads_dim_generic(nn: types.ModuleType) -> bool:
+    """returnn_common c293121 to 2b06200: ``nn.get_dim_deps`` reads ``Dim.generic``, which RETURNN dd4b0fd7e removed
+    (fix 4)."""
+    original = getattr(nn.base, "get_dim_deps", None)  # since c293121 (2022-08-23)
+    return original is not None and "generic" in original.__code__.co_names
+
+
 def _fix_control_flow_context(nn: types.ModuleType) -> None:
     """Fix 1 (see the module): only with a RETURNN whose ``ControlFlowContext`` needs an identifier."""
     real = nn.ControlFlowContext
-    if "identifier" not in inspect.signature(real.__init__).parameters:
+    if not _needs_identifier(real):
         return  # RETURNN before 059fc8a6b: returnn_common's calls fit
 
     class Types(real.Types):
@@ -148,9 +185,9 @@ def _scoped_function(nn: types.ModuleType, func: Any) -> Any:
 def _fix_dim_generic(nn: types.ModuleType) -> None:
     """Fix 4 (see the module): ``get_dim_deps`` rebuilt from its own code, reading ``special`` where it read
     ``generic``, only where it reads ``generic``."""
-    original = getattr(nn.base, "get_dim_deps", None)  # since c293121 (2022-08-23)
-    if original is None or "generic" not in original.__code__.co_names:
+    if not _reads_dim_generic(nn):
         return
+    original = nn.base.get_dim_deps
     code = original.__code__
     names = tuple("special" if name == "generic" else name for name in code.co_names)
     fixed = types.FunctionType(

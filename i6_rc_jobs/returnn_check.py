@@ -21,8 +21,9 @@ import contextlib
 import io
 import os
 import sys
+import tempfile
 import types
-from typing import TYPE_CHECKING, Any, Iterator, Optional, Sequence
+from typing import TYPE_CHECKING, Any, Iterator, Optional, Sequence, Union
 
 if TYPE_CHECKING:
     from returnn.config import Config
@@ -45,22 +46,52 @@ class NetworkCheckError(Exception):
         self.layer_name = layer_name
 
 
-def construct_networks(config_file: str, epochs: Sequence[int] = (1,), *, quiet: bool = False) -> dict[int, list[str]]:
+def construct_networks(
+    config_file: str, epochs: Sequence[int] = (1,), *, quiet: bool = False, as_rnn_py: bool = False
+) -> dict[int, list[str]]:
     """
     Loads ``config_file`` with RETURNN's config loader and constructs its networks, see
     :func:`construct_networks_from_config`. A config that cannot even be loaded raises :class:`NetworkCheckError`.
+
+    :param as_rnn_py: load it as ``rnn.py`` does for training, in a process of its own (the CLI, the check of
+        CreateConfigJob): RETURNN's ``init_config`` (which also sets the process's behavior version, once) and then
+        the backend RETURNN selects from the config, without a default, so that a config training would refuse
+        (e.g. without ``use_tensorflow``: "No backend defined") fails here too
     """
     from returnn.config import Config
 
-    config = Config()
     try:
         with _maybe_quiet(quiet):
-            config.load_file(config_file)
+            if as_rnn_py:
+                import returnn.__main__ as rnn
+
+                rnn.init_config(config_filename=config_file)
+                config = rnn.config
+            else:
+                config = Config()
+                config.load_file(config_file)
+    except Exception as exc:
+        loader = "rnn.py" if as_rnn_py else "RETURNN"
+        raise NetworkCheckError(
+            f"{loader} cannot load the config: {type(exc).__name__}: {exc}", config_file=config_file
+        ) from exc
+    if as_rnn_py:
+        _select_backend(config, config_file)
+    return construct_networks_from_config(config, epochs, config_file=config_file, quiet=quiet)
+
+
+def _select_backend(config: Config, config_file: str) -> None:
+    """The backend, as rnn.py selects it (``BackendEngine.select_engine`` without a default)."""
+    from returnn.util.basic import BackendEngine
+
+    try:
+        BackendEngine.select_engine(config=config)
     except Exception as exc:
         raise NetworkCheckError(
-            f"RETURNN cannot load the config: {type(exc).__name__}: {exc}", config_file=config_file
+            f"rnn.py selects no backend: {type(exc).__name__}: {exc} (a net dict needs 'use_tensorflow': True or "
+            "'backend': 'tensorflow-net-dict' in the config)",
+            config_file=config_file,
         ) from exc
-    return construct_networks_from_config(config, epochs, config_file=config_file, quiet=quiet)
 
 
 def construct_networks_from_config(
@@ -141,12 +172,13 @@ def construct_networks_from_config(
 
 @contextlib.contextmanager
 def network_in_new_graph(
-    config: Config, net_dict: dict[str, Any], *, train_flag: bool, rnd_seed: int = 1
+    config: Config, net_dict: dict[str, Any], *, train_flag: Union[bool, str], rnd_seed: int = 1
 ) -> Iterator[TFNetwork]:
     """
     Constructs ``net_dict`` in a fresh TF graph, as ``returnn.tf.engine.Engine._init_network`` does (eval flag on,
     search flag off), with the config's behavior version. While the caller's ``with`` block runs, that graph is the
     default graph and ``config`` the global config, so the caller can run the network in a session.
+    ``train_flag="dynamic"``: RETURNN's global train flag placeholder, as its engine trains (feed it True or False).
     """
     import tensorflow as tf
     from returnn.config import global_config_ctx
@@ -162,6 +194,10 @@ def network_in_new_graph(
             tf.compat.v1.set_random_seed(42)
             extern_data = ExternData()
             extern_data.init_from_config(config=config, auto_create_placeholders=True)
+            if train_flag == "dynamic":
+                from returnn.tf.util.basic import get_global_train_flag_placeholder
+
+                train_flag = get_global_train_flag_placeholder()
             network = TFNetwork(
                 name="",
                 config=config,
@@ -290,12 +326,47 @@ def _maybe_quiet(quiet: bool) -> Iterator[None]:
         yield
 
 
+@contextlib.contextmanager
+def output_kept() -> Iterator[None]:
+    """What RETURNN, returnn_common and TensorFlow print in the block (RETURNN's DEPRECATION warnings, every layer it
+    builds, TF's C++ notes), kept in a temporary file instead of shown: Python's ``sys.stdout``/``sys.stderr`` and
+    the file descriptors 1 and 2 (where TF's C++ code writes, and handlers made before) go there. For the commands,
+    which answer in one line: the kept output is shown on stderr only if the block raises."""
+    for stream in (sys.stdout, sys.stderr):
+        stream.flush()
+    saved = os.dup(1), os.dup(2)
+    with tempfile.TemporaryFile("w+") as log:
+        failed = False
+        try:
+            os.dup2(log.fileno(), 1)
+            os.dup2(log.fileno(), 2)
+            with contextlib.redirect_stdout(log), contextlib.redirect_stderr(log):
+                yield
+        except BaseException:
+            failed = True
+            raise
+        finally:
+            log.flush()
+            for fd, original in zip((1, 2), saved):
+                os.dup2(original, fd)
+                os.close(original)
+            if failed:
+                log.seek(0)
+                kept = log.read().rstrip()
+                if kept:
+                    sys.stderr.write(f"--- what RETURNN printed ---\n{kept}\n--- end of what RETURNN printed ---\n")
+
+
 def main(argv: Optional[Sequence[str]] = None) -> int:
     """CLI: print the number of layers per epoch, or the error and exit code 1."""
     parser = argparse.ArgumentParser(description="Construct the TF networks of a RETURNN config, as RETURNN would.")
     parser.add_argument("config", help="RETURNN config file (Python format, first line #!rnn.py)")
     parser.add_argument("--epochs", type=int, nargs="+", default=[1], help="epochs to check (default: 1)")
-    parser.add_argument("--verbose", action="store_true", help="show what RETURNN prints while constructing")
+    parser.add_argument(
+        "--verbose",
+        action="store_true",
+        help="show what RETURNN prints while constructing (else only if the check fails)",
+    )
     args = parser.parse_args(argv)
     try:
         import returnn
@@ -307,12 +378,9 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         )
         return 2
     print(f"RETURNN {returnn.__version__} from {os.path.dirname(os.path.dirname(returnn.__file__))}")
-    if not args.verbose:
-        import logging
-
-        logging.getLogger("tensorflow").setLevel(logging.ERROR)  # TF deprecation notes on stderr
     try:
-        result = construct_networks(args.config, args.epochs, quiet=not args.verbose)
+        with contextlib.nullcontext() if args.verbose else output_kept():
+            result = construct_networks(args.config, args.epochs, as_rnn_py=True)
     except NetworkCheckError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 1

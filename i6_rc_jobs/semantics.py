@@ -22,9 +22,9 @@ if TYPE_CHECKING:
     import tensorflow as tf
     from returnn.config import Config
     from returnn.tensor import Tensor
-    from returnn.tf.network import ExternData
+    from returnn.tf.network import ExternData, TFNetwork
 
-__all__ = ["Fingerprint", "fingerprint", "same_model", "load_config"]
+__all__ = ["Fingerprint", "fingerprint", "network_fingerprint", "same_model", "load_config"]
 
 DEFAULT_BEHAVIOR_VERSION = 16
 """For configs that set none: returnn_common's ``min_returnn_behavior_version``, which the configs it writes set."""
@@ -105,34 +105,48 @@ def fingerprint(config_code: str, *, seed: int = 1) -> Fingerprint:
     Builds the network of ``config_code`` (a whole config.py as the serializer writes it) with RETURNN, sets its
     variables and input from ``seed``, and runs its default output.
     """
-    import tensorflow as tf
-
     from i6_rc_jobs.returnn_check import network_in_new_graph
 
     config = load_config(config_code)
     with network_in_new_graph(config, config.typed_value("network"), train_flag=False) as network:
-        variables = {_variable_name(var): var for var in tf.compat.v1.global_variables()}
-        inits = {name: _init_text(var.initial_value) for name, var in variables.items()}
-        output = _canonical_axes(network.get_default_output_layer().output.copy_as_batch_major())
-        masks = [output.get_sequence_mask_broadcast(axis=i) for i in _dynamic_axes(output)]
-        lengths = [output.dims[i].dyn_size_ext.placeholder for i in _dynamic_axes(output)]
-        losses = {
-            name: value
-            for name, holder in network.get_losses_initialized()[0].items()
-            if (value := holder.get_loss_value_for_objective()) is not None
-        }
-        init = {}
-        with tf.compat.v1.Session() as session:
-            for name, var in variables.items():
-                text, constant = inits[name]
-                base = session.run(var.initial_value) if constant else None
-                # A constant is its value, however TF spells it (tf.zeros(shape) is a Fill, 0.0 a Const).
-                init[name] = text if base is None else f"constant {_array_text(numpy.asarray(base))}"
-                # What tf.Variable.load does (deprecated): run the initializer with the value fed in.
-                session.run(var.initializer, {var.initializer.inputs[1]: _param_value(name, var, base, seed)})
-            value, mask_values, length_values, loss_values = session.run(
-                (output.placeholder, masks, lengths, losses), feed_dict=_extern_data_feed(network.extern_data, seed)
+        return network_fingerprint(network, seed=seed)
+
+
+def network_fingerprint(network: TFNetwork, *, seed: int = 1, feed: dict | None = None) -> Fingerprint:
+    """The :class:`Fingerprint` of a network constructed in the default graph; ``feed`` adds to what is fed (e.g.
+    a dynamic train flag)."""
+    import tensorflow as tf
+
+    variables = {_variable_name(var): var for var in tf.compat.v1.global_variables()}
+    inits = {name: _init_text(var.initial_value) for name, var in variables.items()}
+    output = _canonical_axes(network.get_default_output_layer().output.copy_as_batch_major())
+    masks = [output.get_sequence_mask_broadcast(axis=i) for i in _dynamic_axes(output)]
+    lengths = [output.dims[i].dyn_size_ext.placeholder for i in _dynamic_axes(output)]
+    losses = {
+        name: value
+        for name, holder in network.get_losses_initialized()[0].items()
+        if (value := holder.get_loss_value_for_objective()) is not None
+    }
+    init = {}
+    with tf.compat.v1.Session() as session:
+        constants = {name: var.initial_value for name, var in variables.items() if inits[name][1]}
+        bases = session.run(constants) if constants else {}
+        for name in variables:
+            base = bases.get(name)
+            # A constant is its value, however TF spells it (tf.zeros(shape) is a Fill, 0.0 a Const).
+            init[name] = inits[name][0] if base is None else f"constant {_array_text(numpy.asarray(base))}"
+        if variables:  # what tf.Variable.load does (deprecated): run the initializers with the values fed in
+            session.run(
+                [var.initializer for var in variables.values()],
+                {
+                    var.initializer.inputs[1]: _param_value(name, var, bases.get(name), seed)
+                    for name, var in variables.items()
+                },
             )
+        value, mask_values, length_values, loss_values = session.run(
+            (output.placeholder, masks, lengths, losses),
+            feed_dict={**_extern_data_feed(network.extern_data, seed), **(feed or {})},
+        )
     for mask in mask_values:
         value = numpy.where(mask, value, numpy.zeros((), value.dtype))
     return Fingerprint(

@@ -14,7 +14,38 @@ if _ENGINE not in ("local", "slurm"):
 
 
 def engine():
+    import logging
+    import socket
+
+    from sisyphus.global_settings import STATE_QUEUE_ERROR
     from sisyphus.localengine import LocalEngine
+
+    class FittingLocalEngine(LocalEngine):
+        """Sisyphus's LocalEngine, which queues a task that asks for more than it has and then waits for it forever
+        (warning "Requested resources are higher than maximal available" every second): this one refuses such a
+        task in one line, and the manager, with nothing left to run, stops."""
+
+        def __init__(self, **resources):
+            super().__init__(**resources)
+            self.refused: set[tuple[str, int]] = set()
+
+        def submit_call(self, call, logpath, rqmt, name, task_name, task_ids):
+            over = {key: rqmt[key] for key, most in self.max_resources.items() if rqmt.get(key, 0) > most}
+            if not over:
+                return super().submit_call(call, logpath, rqmt, name, task_name, task_ids)
+            has = {key: self.max_resources[key] for key in over}
+            logging.error(
+                f"{name}: asks for {over}, more than this machine's engine ever has ({has}), so it can never run here: lower its "
+                "requirements (a ReturnnTrainingJob without a GPU: device='cpu'; device is not hashed, so remove the "
+                "job's directory from work/ first if it ran before)"
+            )
+            self.refused.update((name, task_id) for task_id in task_ids)
+            return "local", socket.gethostname()
+
+        def task_state(self, task, task_id):
+            if (task.task_name(), task_id) in self.refused:
+                return STATE_QUEUE_ERROR
+            return super().task_state(task, task_id)
 
     if _ENGINE == "slurm":
         from sisyphus.engine import EngineSelector
@@ -24,10 +55,10 @@ def engine():
 
         # Mini tasks (CreateConfigJob) run in the manager's machine, the rest is submitted with sbatch.
         slurm = SimpleLinuxUtilityForResourceManagementEngine(default_rqmt={"cpu": 1, "mem": 2, "time": 1})
-        return EngineSelector(engines={"short": LocalEngine(cpus=1), "long": slurm}, default_engine="long")
-    # One local engine for every task (mini tasks included). 2 CPUs and 16 GB fit a 24 GB machine;
-    # a task asking for more than these limits would wait forever, so keep rqmts below them.
-    return LocalEngine(cpus=2, gpus=0, mem=16)
+        return EngineSelector(engines={"short": FittingLocalEngine(cpus=1), "long": slurm}, default_engine="long")
+    # One local engine for every task (mini tasks included). 2 CPUs and 16 GB fit a 24 GB machine; a task asking
+    # for more (or for a GPU) is refused in one line.
+    return FittingLocalEngine(cpus=2, gpus=0, mem=16)
 
 
 # Workers start with a cleaned environment: only DEFAULT_ENVIRONMENT_KEEP survives and DEFAULT_ENVIRONMENT_SET

@@ -30,7 +30,7 @@ CONSOLE = [example for page in pages() for example in examples(page)[0]]
 
 #: What a new user looks for, the page that answers it and the heading there: each one link from the README, or two.
 TOPICS = {
-    "make training wait for the check": ("docs/guide/model-in-setup.md", "Training waits for the check"),
+    "make training wait for the check": ("docs/guide/model-in-setup.md", "Training it: without a GPU, after the check"),
     "what the graph hash ignores": ("docs/guide/hash-schemes.md", "What the graph hash ignores"),
     "run on Slurm": ("docs/guide/slurm.md", "Run on a Slurm cluster"),
     "which RETURNN versions are supported": (

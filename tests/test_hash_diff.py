@@ -9,6 +9,9 @@ import pickle
 import subprocess
 import sys
 
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from i6_core.returnn.config import ReturnnConfig
 
 from tests.support.cases import encoder_decoder
@@ -186,34 +189,61 @@ def test_inputs_owned_by_another_user_are_refused(tmp_path):
     assert _refused(hash_diff(a, other), f"{other} is owned by uid {other.stat().st_uid}, not by you")
 
 
-def test_a_changed_model_dim_of_a_transformer_comes_first_with_what_follows_from_it_beneath():
-    """returnn_common's Transformer: one model dim size changes the dims made of it, the attention scale and the
-    bounds of every initializer; the dim is named and comes first, the rest beneath it, equal changes merged."""
+def _transformer_jobs(hash_scheme: str, *builds: dict, edit=lambda network: network) -> list:
     from i6_rc_jobs import CreateConfigJob, ReturnnCommonSerializer
-    from i6_rc_jobs.hashing.diff import explain
     from tests.rc_models import transformer
 
     jobs = []
-    for model_dim, lr in ((64, 0.1), (128, 0.2)):
-        extern_data, network = transformer(num_layers=2, model_dim=model_dim)
-        serializer = ReturnnCommonSerializer(extern_data=extern_data, network=network)
-        jobs.append(CreateConfigJob(ReturnnConfig({"learning_rate": lr}, python_prolog=[serializer])))
-    lines = list(explain(*jobs))
+    for i, build in enumerate(builds):
+        extern_data, network = transformer(num_layers=2, model_dim=build["model_dim"])
+        network = edit(network) if i else network
+        serializer = ReturnnCommonSerializer(extern_data=extern_data, network=network, hash_scheme=hash_scheme)
+        jobs.append(CreateConfigJob(ReturnnConfig({"learning_rate": build["lr"]}, python_prolog=[serializer])))
+    return jobs
+
+
+@pytest.mark.parametrize("hash_scheme", ["dict", "graph"])
+def test_a_changed_model_dim_of_a_transformer_comes_first_with_what_follows_from_it_beneath(hash_scheme):
+    """returnn_common's Transformer: one model dim size changes the dims made of it and the bounds of every
+    initializer; the dim is named and comes first, the rest beneath it, equal changes merged, and the header counts
+    the lines beneath. The attention scale (an eval's code, or a float operand in the graph) holds no dim and sits
+    beside none: listed apart, in either scheme."""
+    from i6_rc_jobs.hashing.diff import explain
+
+    lines = list(explain(*_transformer_jobs(hash_scheme, {"model_dim": 64, "lr": 0.1}, {"model_dim": 128, "lr": 0.2})))
     prefix = "CreateConfigJob.returnn_config."
     first_at = prefix + "python_prolog_hash[0].extern_data['data']['dims'][2]"
     assert lines[0].startswith(f"dim#3 'model' (first at {first_at}): feature 64 -> feature 128, and ")
-    assert lines[-1] == prefix + "returnn_config['learning_rate']: 0.1 -> 0.2"  # not from the dim: on its own
-    beneath = lines[1:-1]
-    assert beneath and all(line.startswith(f"  {prefix}python_prolog_hash[0].network[") for line in beneath)
+    follows = int(lines[0].split(", and ")[1].split()[0])
+    beneath, apart = lines[1 : 1 + follows], lines[1 + follows :]
+    assert beneath and all(line.startswith(f"  {prefix}python_prolog_hash[0].network") for line in beneath)
     assert any(
         "dim#4 'model*4' feature 256 = mul(<dim#3 'model'>, 4) -> dim#4 'model*4' feature 512" in line
         for line in beneath
     )
     bounds = [line for line in beneath if "['maxval']" in line]
-    assert bounds and all(line.endswith("more places)") for line in bounds[1:])
-    follows = int(lines[0].split(", and ")[1].split()[0])
-    places = sum(1 + int(line.rsplit("(and ", 1)[1].split()[0]) if "more place" in line else 1 for line in beneath)
-    assert places == follows > len(beneath)  # every place counted, equal changes merged into one line
+    assert bounds and any(line.endswith("more places)") for line in bounds)
+    assert apart[-1] == prefix + "returnn_config['learning_rate']: 0.1 -> 0.2"  # not from the dim: on its own
+    scale = "['subnetwork']['mul']['eval']: 'source(0) * " if hash_scheme == "dict" else "/mul'['from'][1][0]: "
+    assert len(apart) > 1 and all(scale in line for line in apart[:-1]), apart
+
+
+def test_dims_renumbered_by_a_removed_option_are_no_change_and_every_line_shows_a_difference():
+    """``out_shape`` removed everywhere: dims first occur elsewhere and are numbered otherwise, which is no change;
+    what is said is the removed options, each a visible difference."""
+    from i6_rc_jobs.hashing.diff import explain
+
+    def without_out_shape(value):
+        if isinstance(value, dict):
+            return {key: without_out_shape(item) for key, item in value.items() if key != "out_shape"}
+        return value
+
+    jobs = _transformer_jobs("dict", {"model_dim": 64, "lr": 0.1}, {"model_dim": 64, "lr": 0.1}, edit=without_out_shape)
+    lines = list(explain(*jobs))
+    assert lines
+    assert all("['out_shape']: " in line and line.endswith(" -> (missing)") for line in lines), [
+        line for line in lines if not line.endswith(" -> (missing)")
+    ]
 
 
 def _i6_setup(directory: pathlib.Path) -> pathlib.Path:
@@ -299,3 +329,53 @@ def test_from_a_setup_directory_it_finds_sisyphus_and_the_recipes_as_sis_does(tm
         [REPO, setup / "tools" / "sisyphus", REPO / ".deps" / "recipe"],  # Sisyphus and i6_core, not the recipe/
     )
     assert _one_line(no_recipe).startswith(f"hash-diff: {setup / 'alias/train_a'}: it needs the module 'my_recipe'")
+
+
+def test_a_reader_that_stops_early_ends_hash_diff_without_a_traceback(tmp_path):
+    """``hash-diff A B | head -1``: the pipe closes after the first line, hash-diff ends quietly."""
+    paths = []
+    for name, size in (("a", 256), ("b", 2048)):
+        serializer = encoder_decoder()
+        serializer.network["enc"]["subnetwork"]["ff"]["out_dim"].size = size
+        for i in range(300):  # more than a pipe's buffer holds, so that writing meets the closed pipe
+            serializer.network[f"extra{i}"] = {"class": "copy", "from": "enc", "lr": size}
+        paths.append(tmp_path / f"{name}.pkl")
+        paths[-1].write_bytes(pickle.dumps(ReturnnConfig({"learning_rate": size}, python_prolog=[serializer])))
+    command = f"{sys.executable} -m i6_rc_jobs hash-diff {paths[0]} {paths[1]} | head -1"
+    done = subprocess.run(["bash", "-c", command], capture_output=True, text=True, cwd=REPO)
+    assert done.stdout.startswith("dim#") and done.stdout.count("\n") == 1, done.stdout
+    assert "Traceback" not in done.stderr and "BrokenPipeError" not in done.stderr, done.stderr
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.lists(st.integers(0, 3), min_size=1, max_size=6), st.booleans())
+def test_a_dim_added_before_the_others_is_one_line_however_it_renumbers_them(uses, also_resized):
+    """A layer with a new dim sorted before every other: all dims after it are renumbered, which is no change, so
+    hash-diff says the new dim with its layer (and a resized dim, if one was), and every line it says reads
+    differently on its two sides."""
+    from returnn.tensor import Dim
+
+    from i6_rc_jobs import ReturnnCommonSerializer
+    from i6_rc_jobs.hashing.diff import explain
+
+    def net(sizes: list[int]) -> dict:
+        dims = [Dim(size, description=f"d{i}", kind=Dim.Types.Feature) for i, size in enumerate(sizes)]
+        return {f"layer{i}": {"class": "linear", "from": "data", "out_dim": dims[use]} for i, use in enumerate(uses)}
+
+    sizes = [8, 9, 10, 11]
+    a = ReturnnCommonSerializer(network=net(sizes))
+    resized = [*sizes[:-1], 12] if also_resized else sizes
+    added = {"class": "linear", "from": "data", "out_dim": Dim(7, description="new", kind=Dim.Types.Feature)}
+    b = ReturnnCommonSerializer(network={"added": added, **net(resized)})
+    lines = list(explain(a, b))
+    assert lines[:2] == [
+        "dim#0 'new' (first at network['added']['out_dim']): (none) -> feature 7, and 1 line that follows from it:",
+        "  network['added']: (missing) -> {'class': 'linear', 'from': 'data', 'out_dim': <dim#0 'new' feature 7>}",
+    ]
+    assert all(line.split(": ", 1)[1].split(" -> ")[0] != line.rsplit(" -> ", 1)[1] for line in lines), lines
+    if also_resized and 3 in uses:
+        (resize,) = lines[2:3]
+        assert resize.startswith(f"dim#{1 + list(dict.fromkeys(uses)).index(3)} 'd3' (first at network['layer"), lines
+        assert ": feature 11 -> feature 12" in resize and len(lines) == 3, lines
+    else:
+        assert len(lines) == 2, lines

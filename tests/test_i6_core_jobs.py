@@ -83,11 +83,11 @@ def test_a_checked_config_is_checked_when_i6_core_writes_it_and_hashes_as_a_plai
     path = tmp_path / "returnn.config"
     job.returnn_config.write(str(path))
     assert "output" in construct_networks(str(path), quiet=True)[1]
-    clashing = CheckedReturnnConfig(
-        {**plain.config, "network": {"output": {"class": "copy"}}}, python_prolog=plain.python_prolog
-    )
     with pytest.raises(SerializationError, match=r"^returnn_config.config: config keys \['network'\] are also defined"):
-        _training_job(clashing).create_files()
-    shadowing = CheckedReturnnConfig({**plain.config, "float": 1.0}, python_prolog=plain.python_prolog)
+        CheckedReturnnConfig(
+            {**plain.config, "network": {"output": {"class": "copy"}}}, python_prolog=plain.python_prolog
+        )
+    shadowing = CheckedReturnnConfig(dict(plain.config), python_prolog=plain.python_prolog)
+    shadowing.config["float"] = 1.0  # after it was made: i6_core's writing of the job's copy refuses it
     with pytest.raises(SerializationError, match=r"config keys \['float'\] would replace the builtins the code of"):
-        _training_job(shadowing).returnn_config.write(str(tmp_path / "shadowing.config"))
+        _training_job(shadowing).create_files()

@@ -93,7 +93,7 @@ def origin(tmp_path, monkeypatch) -> Origin:
     monkeypatch.setenv("GIT_CONFIG_KEY_0", f"url.{path}.insteadOf")
     monkeypatch.setenv("GIT_CONFIG_VALUE_0", f"https://{REPO}")
     monkeypatch.setenv(ENV, str(made.cache))
-    for name in [name for name in sys.modules if name.startswith(("i6_rc_jobs.versioned.", "i6_rc_imports."))]:
+    for name in [name for name in sys.modules if name.startswith("i6_rc_jobs.versioned.")]:
         del sys.modules[name]  # the same commits are made again by every test
     return made
 
@@ -347,7 +347,7 @@ def test_development_mode_imports_the_working_copy_and_says_what_it_holds(origin
     _git(copy, "add", "staged.py")
     (copy / "untracked.py").write_text("UNTRACKED = True\n")
     (copy / "my notes.txt").write_text("quoted by git status\n")
-    for name in [name for name in sys.modules if name.startswith(("i6_rc_jobs.versioned.", "i6_rc_imports."))]:
+    for name in [name for name in sys.modules if name.startswith("i6_rc_jobs.versioned.")]:
         del sys.modules[name]
     caplog.clear()
     with caplog.at_level(logging.WARNING, logger="i6_rc_jobs.imports"):
@@ -399,19 +399,6 @@ def test_objects_of_a_version_unpickle_in_a_process_that_never_imported_it(origi
         and b"is not in the import cache" in done.stderr
         and b"python -m i6_rc_jobs fetch" in done.stderr
     )
-
-
-def test_objects_pickled_under_the_former_package_name_still_unpickle_in_a_fresh_process(origin):
-    """Job pickles written before the versioned modules moved under i6_rc_jobs name them i6_rc_imports...; such a
-    name (imported here the way those processes did) still finds its version by the name alone."""
-    versioned = [import_(REPO, "pkg", origin.version(i)) for i in (0, 1)]  # into the cache
-    names = [module.__name__.replace("i6_rc_jobs.versioned.", "i6_rc_imports.", 1) for module in versioned]
-    assert all(name.startswith("i6_rc_imports.example_org.test.origin.c") for name in names)
-    pickled = pickle.dumps([importlib.import_module(f"{name}.helper").value for name in names])
-    assert pickled.count(b"i6_rc_imports.example_org") == 2 and b"i6_rc_jobs.versioned" not in pickled
-    code = "import pickle, sys; print([f() for f in pickle.loads(sys.stdin.buffer.read())])"
-    done = subprocess.run([sys.executable, "-c", code], input=pickled, capture_output=True)
-    assert (done.returncode, done.stdout) == (0, b"[1, 2]\n"), done.stderr
 
 
 def test_a_sisyphus_worker_runs_a_job_holding_a_function_of_a_version(origin, tmp_path):
@@ -508,11 +495,12 @@ def test_models_built_with_returnn_common_at_a_version_and_installed_serialize_a
     took one copy for the other and returnn_common named the attention layers dot, dot_0 instead of energy, att.)"""
     build = """
         import sys
-        from i6_rc_jobs import ReturnnCommonSerializer
+        from i6_rc_jobs import ReturnnCommonSerializer, rc_compat
         from i6_rc_jobs.imports import import_
         from sisyphus.hash import sis_hash_helper
 
         def build(nn):
+            nn = rc_compat.apply(nn)
             nn.reset_default_root_name_ctx()
             time, feat = nn.SpatialDim("time"), nn.FeatureDim("feat", 8)
             data = nn.get_extern_data(nn.Data("data", dim_tags=[nn.batch_dim, time, feat]))
@@ -670,8 +658,6 @@ def test_development_mode_counts_git_ignored_files_as_changes(origin, tmp_path, 
     (copy / "pkg" / "settings.local.py").write_text("VALUE = 'ignored'\n")
     (copy / "local").mkdir()
     (copy / "local" / "data.txt").write_text("read by the module\n")
-    for name in [name for name in sys.modules if name.startswith("i6_rc_imports")]:
-        del sys.modules[name]
     with caplog.at_level(logging.WARNING, logger="i6_rc_jobs.imports"):
         module = import_(REPO, "pkg/helper.py", None)
     assert "with changes: !! local/data.txt; !! pkg/settings.local.py\n" in caplog.text, caplog.text

@@ -7,6 +7,7 @@ TF graph construction only, no training.
 from __future__ import annotations
 
 import itertools
+import os
 import subprocess
 import sys
 import textwrap
@@ -14,7 +15,8 @@ from typing import Any
 
 import pytest
 
-from i6_rc_jobs.returnn_check import NetworkCheckError, construct_networks, construct_networks_from_config, main
+from i6_rc_jobs import returnn_check
+from i6_rc_jobs.returnn_check import NetworkCheckError, construct_networks, construct_networks_from_config
 from tests import rc_models
 from tests.support.pins import REPO
 from tests.support.walk import distinct, leaves
@@ -110,6 +112,7 @@ _CONFIG = textwrap.dedent("""\
     hidden_dim = Dim(16, name="hidden", kind=Dim.Types.Feature)
     classes_dim = Dim(2, name="classes", kind=Dim.Types.Feature)
     other_dim = Dim(5, name="other")
+    use_tensorflow = True
     behavior_version = 21
     extern_data = {
         "data": {"dims": (batch_dim, time_dim, in_dim), "feature_dim": in_dim, "dtype": "float32"},
@@ -204,19 +207,27 @@ def test_failing_layer_is_named(tmp_path, bad_layer: str, replace: tuple[str, st
     assert str(exc).startswith(f"{config_file}, epoch 3, layer {bad_layer!r}: ")
 
 
-def test_cli(tmp_path, capsys):
+def test_cli(tmp_path):
+    """In a process of its own, as CreateConfigJob runs it (it loads the config as rnn.py does, which sets the
+    process's behavior version once)."""
+    env = {**os.environ, "CUDA_VISIBLE_DEVICES": "", "TF_CPP_MIN_LOG_LEVEL": "3"}
+
+    def check(*args: str) -> subprocess.CompletedProcess:
+        return subprocess.run([sys.executable, returnn_check.__file__, *args], capture_output=True, text=True, env=env)
+
     good = _write(tmp_path, "good.py", _CONFIG + _NETWORK)
-    assert main([good, "--epochs", "2"]) == 0
+    done = check(good, "--epochs", "2")
+    assert done.returncode == 0, done.stderr[-2000:]
     # data, data:classes, hidden, loop, loop/data:source, loop/lin, loop/output, output
-    returnn_line, layers_line = capsys.readouterr().out.splitlines()
+    returnn_line, layers_line = done.stdout.splitlines()
     assert returnn_line.startswith("RETURNN ") and returnn_line.endswith(
         " from " + str(REPO / ".deps" / "src" / "returnn")
     )
     assert layers_line == "epoch 2: RETURNN constructed 8 layers"
     bad = _write(tmp_path, "bad.py", _CONFIG + _NETWORK.replace('"class": "softmax"', '"class": "no_such_class"'))
-    assert main([bad]) == 1
-    err = capsys.readouterr().err
-    assert f"{bad}, epoch 1, layer 'output':" in err and "no_such_class" in err
+    done = check(bad)
+    assert done.returncode == 1
+    assert f"{bad}, epoch 1, layer 'output':" in done.stderr and "no_such_class" in done.stderr
 
 
 def test_import_does_not_load_tensorflow():

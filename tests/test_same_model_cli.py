@@ -27,9 +27,10 @@ def test_same_model_tells_a_renamed_layer_from_another_activation(tmp_path: Path
     net, renamed, other = CASES["layer-names"]
     a, b, c = (write(tmp_path / f"{name}.config", n) for name, n in (("a", net), ("b", renamed), ("c", other)))
     same = run(a, b, cwd=tmp_path)
-    assert (same.returncode, same.stdout) == (0, "same model\n"), same.stderr[-2000:]
+    assert (same.returncode, same.stdout, same.stderr) == (0, "same model\n", ""), same.stderr[-2000:]
     differ = run(a, c, cwd=tmp_path)
     assert differ.returncode == 1 and differ.stdout.startswith("output differs: max abs diff "), differ.stderr[-2000:]
+    assert differ.stderr == ""  # what RETURNN and TensorFlow print is kept back
 
 
 def test_same_model_tells_losses_apart_unless_asked_for_the_model_alone(tmp_path: Path):
@@ -49,3 +50,6 @@ def test_same_model_says_a_bad_config_in_one_line(tmp_path: Path):
         assert done.returncode == 2 and done.stdout == "", done.stderr[-2000:]
         last = done.stderr.strip().splitlines()[-1]
         assert last.startswith(f"same-model: {bad}: ") and says in last
+    built = run(good, "broken.config", cwd=tmp_path).stderr  # what RETURNN printed, shown before the line
+    assert "--- what RETURNN printed ---\n" in built and "\n--- end of what RETURNN printed ---\n" in built
+    assert "layer /'output'" in built.split("--- end of")[0], built[-2000:]

@@ -18,7 +18,7 @@ from i6_core.returnn.config import ReturnnConfig
 from returnn.tensor import Dim, batch_dim
 from sisyphus.hash import short_hash
 
-from i6_rc_jobs import ReturnnCommonSerializer, SerializationError
+from i6_rc_jobs import CreateConfigJob, ReturnnCommonSerializer, SerializationError
 from i6_rc_jobs.hashing.sis_hash import FORMAT_VERSION
 from i6_rc_jobs.serialization.config_file import config_code, write_config_file
 from tests.support import golden
@@ -720,11 +720,18 @@ def test_config_values_holding_dims_the_prolog_does_not_define_or_serializers_ar
         "config['nested']['x']": ({"nested": {"x": encoder_decoder()}}, {}),
     }
     for path, (config, post_config) in wrong.items():
-        checked = CheckedReturnnConfig(config, post_config, python_prolog=[serializer], black_formatting=False)
-        with pytest.raises(SerializationError, match=rf"^returnn_config\.{re.escape(path)}: "):
-            checked.write(str(tmp_path / "wrong.config"))
-        with pytest.raises(SerializationError, match=rf"^returnn_config\.{re.escape(path)}: "):
+        match = rf"^returnn_config\.{re.escape(path)}: "
+        with pytest.raises(SerializationError, match=match):  # when made, in the manager
+            CheckedReturnnConfig(config, post_config, python_prolog=[serializer], black_formatting=False)
+        with pytest.raises(SerializationError, match=match):
+            CreateConfigJob(ReturnnConfig(config, post_config, python_prolog=[serializer]))
+        with pytest.raises(SerializationError, match=match):
             config_code(ReturnnConfig(config, post_config, python_prolog=[serializer]))
+        edited = CheckedReturnnConfig({}, python_prolog=[serializer], black_formatting=False)
+        edited.config.update(config)
+        edited.post_config.update(post_config)
+        with pytest.raises(SerializationError, match=match):  # edited after it was made: when written
+            edited.write(str(tmp_path / "wrong.config"))
     in_epilog = ReturnnConfig({"dim": own_dim}, python_epilog=[serializer])  # defined only after the config's lines
     with pytest.raises(SerializationError, match=r"^returnn_config\.config\['dim'\]: .* no prolog serializer defines"):
         config_code(in_epilog)

@@ -35,3 +35,25 @@ def test_failing_clone_names_the_url_and_what_to_do(tmp_path):
     assert proc.returncode == 1
     assert f"setup.sh: cannot clone {bogus}: check access to github.com" in proc.stderr
     assert not (tmp_path / ".deps" / "recipe" / "i6_core").exists()
+
+
+def test_installing_the_repository_installs_one_top_level_package(tmp_path):
+    """What a setup gets from ``pip install`` of the repository: the package ``i6_rc_jobs`` and nothing beside it."""
+    source, target = tmp_path / "repository", tmp_path / "site"
+    tracked = subprocess.run(["git", "-C", str(REPO), "ls-files"], capture_output=True, text=True, check=True)
+    for name in tracked.stdout.split():  # a clean copy: building in the worktree would leave build/ there
+        if (REPO / name).is_file():
+            (source / name).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy(REPO / name, source / name)
+    proc = subprocess.run(
+        [str(REPO / ".venv" / "bin" / "python"), "-m", "pip", "install", "-q", "--no-deps", "--no-build-isolation"]
+        + ["--target", str(target), str(source)],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert proc.returncode == 0, proc.stderr
+    installed = sorted(p.name for p in target.iterdir() if not p.name.endswith((".dist-info", ".egg-info")))
+    assert installed == ["i6_rc_jobs"]
+    (top_level,) = target.glob("*.dist-info/top_level.txt")
+    assert top_level.read_text().split() == ["i6_rc_jobs"]

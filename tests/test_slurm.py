@@ -14,6 +14,7 @@ with Sisyphus's default waits the example takes about twice as long on Slurm.
 
 from __future__ import annotations
 
+import contextlib
 import gzip
 import json
 import os
@@ -26,6 +27,7 @@ import textwrap
 import time
 from pathlib import Path
 
+import psutil
 import pytest
 
 from tests.support.sisyphus_setup import make_setup, run_manager
@@ -233,6 +235,39 @@ def _wait_for(condition, timeout: float, what: str):
     raise AssertionError(f"timed out after {timeout} s waiting for {what}")
 
 
+def _job_processes(job_id: str) -> list[psutil.Process]:
+    """The step daemons of Slurm job ``job_id`` (``slurmstepd: [<id>.batch]``, ``[<id>.0]``, ...) and every process
+    under them: the sis worker and the RETURNN it started."""
+    steps = []
+    for process in psutil.process_iter(["cmdline"]):
+        command = " ".join(process.info["cmdline"] or [])
+        if command.startswith(f"slurmstepd: [{job_id}."):
+            steps.append(process)
+    return [*steps, *(child for step in steps for child in step.children(recursive=True))]
+
+
+def _gone(process: psutil.Process) -> bool:
+    """Ended (a zombie has ended: only its parent's wait is missing)."""
+    try:
+        return process.status() == psutil.STATUS_ZOMBIE
+    except psutil.NoSuchProcess:
+        return True
+
+
+def _end(processes: list[psutil.Process]) -> None:
+    """Ends what the test's Slurm job left: Slurm cancels a suspended job without ending its stopped processes (the
+    step daemon, sis worker and rnn.py stayed, stopped, holding memory), so what is left after a grace period is
+    killed (SIGKILL ends a stopped process too), and gone when the test goes on."""
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline and not all(map(_gone, processes)):
+        time.sleep(0.1)
+    for process in processes:
+        with contextlib.suppress(psutil.NoSuchProcess):
+            if not _gone(process):
+                process.kill()
+    _wait_for(lambda: all(map(_gone, processes)), 10, f"the Slurm job's processes to end: {processes}")
+
+
 def test_slurm_killed_training_is_resubmitted_by_the_next_manager_run(slurm_cluster, tmp_path):
     """The training's Slurm job is cancelled after its first epoch, with the manager gone (killed); run.sh again
     resubmits it, RETURNN goes on after its last checkpoint, and the example finishes with the same hashes. An epoch
@@ -258,8 +293,11 @@ def test_slurm_killed_training_is_resubmitted_by_the_next_manager_run(slurm_clus
     finally:
         os.killpg(manager.pid, signal.SIGKILL)
         manager.wait()
+    suspended = _job_processes(killed_id)
+    assert any("rnn.py" in " ".join(p.cmdline()) for p in suspended), suspended
     subprocess.run(["scancel", killed_id], check=True)
     _wait_for(lambda: _scontrol(killed_id)["JobState"] == "CANCELLED", 60, f"Slurm job {killed_id} cancelled")
+    _end(suspended)
     checkpoints = sorted(int(p.name[6:9]) for p in first.parent.glob("epoch.*.index"))
     assert checkpoints[-1] < num_epochs, f"the training had finished before it was killed: {checkpoints}"
     assert not (train / "finished.run.1").exists() and not (setup / "output" / "task12ax" / "checkpoint").exists()

@@ -2,13 +2,13 @@
 CreateConfigJobs, before and after a returnn_common update) define the same model, judged by RETURNN itself: each
 network is built with TensorFlow, and their TF variables, initializers, outputs on one fixed input (variables set by
 their names) and reported losses (score keys and values) are compared. Prints ``same model`` or one line per
-difference; a config that cannot be read or built is said in one line. Needs RETURNN and TensorFlow: run it with the Python of your setup, from the setup directory (RETURNN is taken from
-``tools/returnn`` if it is not installed)."""
+difference; a config that cannot be read or built is said in one line, after what RETURNN printed (kept back
+otherwise). Needs RETURNN and TensorFlow: run it with the Python of your setup, from the setup directory (RETURNN is
+taken from ``tools/returnn`` if it is not installed)."""
 
 from __future__ import annotations
 
 import argparse
-import contextlib
 import os
 import sys
 
@@ -17,6 +17,14 @@ from .setup_paths import importable
 
 #: The arguments of a typical use: ``--help`` and the reference show it, the tests parse it.
 EXAMPLE = "before/returnn.config after/returnn.config"
+
+
+class _Unreadable(Exception):
+    """A config that cannot be read or built, said in one line: which, and why."""
+
+    def __init__(self, path: str, error: Exception):
+        message = str(error).strip().splitlines()[0] if str(error).strip() else ""
+        super().__init__(f"{path}: {type(error).__name__}: {message}")
 
 
 class Exit(ExitStatus):
@@ -43,19 +51,22 @@ def main(argv: list[str]) -> int:
             file=sys.stderr,
         )
         return Exit.UNUSABLE
+    from ..returnn_check import output_kept
     from ..semantics import fingerprint
 
     prints = []
-    for path in args.configs:
-        try:
-            with open(path) as file:
-                code = file.read()
-            with contextlib.redirect_stdout(sys.stderr):  # RETURNN prints every layer it builds
-                prints.append(fingerprint(code))
-        except Exception as e:  # a file that is no config, a net RETURNN refuses: one line, which and why
-            message = str(e).strip().splitlines()[0] if str(e).strip() else ""
-            print(f"same-model: {path}: {type(e).__name__}: {message}", file=sys.stderr)
-            return Exit.UNUSABLE
+    try:
+        with output_kept():  # RETURNN prints every layer it builds, and its DEPRECATION warnings: shown on failure
+            for path in args.configs:
+                try:
+                    with open(path) as file:
+                        code = file.read()
+                    prints.append(fingerprint(code))
+                except Exception as e:  # a file that is no config, a net RETURNN refuses: one line, which and why
+                    raise _Unreadable(path, e) from e
+    except _Unreadable as unreadable:
+        print(f"same-model: {unreadable}", file=sys.stderr)
+        return Exit.UNUSABLE
     differences = prints[0].differences(prints[1], losses=not args.model_only)
     print("\n".join(differences) if differences else "same model")
     return Exit.DIFFERENT if differences else Exit.SAME

@@ -204,6 +204,15 @@ class Canonicalizer:
     def describe_dim(self, index: int) -> str:
         return f"dim#{index} {self.definitions[index]}"
 
+    def local_definition(self, ref: DimRef) -> str:
+        """The definition of a numbered dim with the dims it is made of as ``<#k>`` (their indices), never spelled
+        out: what the dim is, wherever it first occurs (hash-diff matches the dims of two forms by it)."""
+
+        def name_of(dep: DimRef) -> str:
+            return GLOBAL_TOKENS[dep.global_name].code if dep.global_name is not None else f"<#{self.index[id(dep)]}>"
+
+        return self._definition(ref, name_of)
+
     def _value(self, value: Any) -> Any:
         cls = type(value)
         if cls is dict:

@@ -114,14 +114,18 @@ def _job_hash_args(job: Job) -> dict[str, Any]:
     return {k: v for k, v in job._sis_kwargs.items() if k not in exclude or exclude[k] != v}
 
 
-def _diff_dicts(a: dict, b: dict, path: str, recurse: Callable, line: Callable = _line) -> Iterator:
-    """``recurse`` into the entries of both, ``line`` for an entry only one has."""
+def _one_line(path: str, a: Any, b: Any) -> Iterator[str]:
+    yield _line(path, a, b)
+
+
+def _diff_dicts(a: dict, b: dict, path: str, recurse: Callable, lines: Callable = _one_line) -> Iterator:
+    """``recurse`` into the entries of both, ``lines`` for an entry only one has."""
     for key in sorted(set(a) | set(b), key=repr):
         step = f"{path.rstrip('.')}[{key!r}]"
         if key not in b:
-            yield line(step, a[key], _MISSING)
+            yield from lines(step, a[key], _MISSING)
         elif key not in a:
-            yield line(step, _MISSING, b[key])
+            yield from lines(step, _MISSING, b[key])
         else:
             yield from recurse(a[key], b[key], step)
 
@@ -185,6 +189,7 @@ class _Side:
             if id(ref) in index and refs.setdefault(index[id(ref)], ref).copy_of is not None:
                 refs[index[id(ref)]] = ref
         self.names = {i: ref.written_description() for i, ref in refs.items()}
+        self.local = {i: self.canon.local_definition(ref) for i, ref in refs.items()}
         self.made_of = {i: {index[id(d)] for d in ref.dependencies() if id(d) in index} for i, ref in refs.items()}
         self.first_at: dict[int, str] = {}
         for at, leaf in _leaves(self.form, prefix):
@@ -251,17 +256,60 @@ class _Change(NamedTuple):
     dims: set[int]
 
 
+_LOCAL_DEP = re.compile(r"<#(\d+)>")
+
+
+class _Matching(NamedTuple):
+    """Which dims of B are which of A, by what they are: the same dim renumbered (a dim added or removed before it
+    moves every later index) is no change. ``same``: B index -> A index of the same dim; ``was``: for a B dim that
+    changed or is new, the A dim it replaces (the one of its description no B dim is), if any."""
+
+    same: dict[int, int]
+    was: dict[int, int]
+
+
+def _match_dims(a: _Side, b: _Side) -> _Matching:
+    """B's dims in index order (a dim after those it is made of): the first A dim not taken yet with the same
+    definition, its dims matched first, and the same description, else the same definition alone. What is left is a
+    change; it replaces the first A dim left of its description."""
+    by_both: dict[tuple[str, Optional[str]], list[int]] = {}
+    by_definition: dict[str, list[int]] = {}
+    for i in sorted(a.local):
+        by_both.setdefault((a.local[i], a.names.get(i)), []).append(i)
+        by_definition.setdefault(a.local[i], []).append(i)
+    same: dict[int, int] = {}
+    taken: set[int] = set()
+    for j in sorted(b.local):
+        definition = _LOCAL_DEP.sub(lambda m: f"<#{same[int(m[1])]}>" if int(m[1]) in same else "<new>", b.local[j])
+        for candidates in (by_both.get((definition, b.names.get(j)), ()), by_definition.get(definition, ())):
+            i = next((i for i in candidates if i not in taken), None)
+            if i is not None:
+                same[j] = i
+                taken.add(i)
+                break
+    was: dict[int, int] = {}
+    for j in sorted(set(b.local) - set(same)):
+        i = next((i for i in sorted(a.local) if i not in taken and a.names.get(i) == b.names.get(j)), None)
+        if i is not None:
+            was[j] = i
+            taken.add(i)
+    return _Matching(same, was)
+
+
 def _net_lines(a: _Side, b: _Side) -> Iterator[str]:
     """The differences of two serializers' canonical forms, each changed dim that is made of no other changed dim
     first, with the lines that follow from it indented beneath it: the dims made of it, and values in dicts that
     hold such dims (in a Transformer, one model dim's size changes the bounds of a dozen initializers)."""
+    matching = _match_dims(a, b)
     changes: list[_Change] = []
     for name in sorted(set(a.form) | set(b.form)):
         changes.extend(
-            _diff_forms(a.form.get(name, _MISSING_SECTION), b.form.get(name, _MISSING_SECTION), a, b, a.prefix + name)
+            _diff_forms(
+                a.form.get(name, _MISSING_SECTION), b.form.get(name, _MISSING_SECTION), a, b, matching, a.prefix + name
+            )
         )
     defs_a, defs_b = a.canon.definitions, b.canon.definitions
-    changed = {i for i in range(len(defs_b)) if i >= len(defs_a) or defs_a[i] != defs_b[i]}
+    changed = set(range(len(defs_b))) - set(matching.same)
     roots = sorted(i for i in changed if not (b.closure(i) - {i}) & changed)
     groups: dict[Optional[int], list[_Change]] = {}
     order: list[tuple[Optional[int], _Change]] = []
@@ -279,11 +327,13 @@ def _net_lines(a: _Side, b: _Side) -> Iterator[str]:
             continue
         own = f"dim#{root}"
         members = [c for c in groups[root] if not (c.path == b.first_at[root] and c.b.startswith(b.named(own) + " "))]
-        before = a.named(defs_a[root]) if root < len(defs_a) else "(none)"
-        follows = f", and {_count(len(members), 'line that follows', 'lines that follow')} from it:" if members else ""
+        was = matching.was.get(root)
+        before = "(none)" if was is None else a.named(defs_a[was])
+        lines = list(_merged(members, a, b))
+        follows = f", and {_count(len(lines), 'line that follows', 'lines that follow')} from it:" if lines else ""
         first_at = b.where(b.first_at[root], a)
         yield f"{b.named(own)} (first at {first_at}): {before} -> {b.named(defs_b[root])}{follows}"
-        yield from _merged(members, a, b)
+        yield from lines
 
 
 def _merged(changes: list[_Change], a: _Side, b: _Side) -> Iterator[str]:
@@ -297,37 +347,60 @@ def _merged(changes: list[_Change], a: _Side, b: _Side) -> Iterator[str]:
         yield f"  {b.where(first.path, a)}: {first.a} -> {first.b}{also}"
 
 
-def _diff_forms(a: Any, b: Any, side_a: _Side, side_b: _Side, path: str, beside: frozenset[int] = frozenset()):
-    """Differences of two canonical forms (``beside``: the dims in the dict around them); a changed dim shows its
-    full definition."""
+#: Options that only check or order what RETURNN computes (the graph scheme leaves them out: ``inert-options``): the
+#: dims in them say nothing of what a value beside them follows from.
+_CHECKS = frozenset({"out_shape", "shape_deps"})
+
+
+def _diff_forms(
+    a: Any, b: Any, side_a: _Side, side_b: _Side, matching: _Matching, path: str, beside: frozenset[int] = frozenset()
+):
+    """Differences of two canonical forms (``beside``: the dims in the dict around them); dims are the same when
+    they are the same dim (see :func:`_match_dims`), and a changed dim shows its full definition."""
     if type(a) is not type(b):
-        yield _change(path, a, b, side_a, side_b, beside)
+        yield from _change(path, a, b, side_a, side_b, beside)
     elif type(a) is dict:
-        near = frozenset(int(i) for item in b.values() if type(item) is not dict for i in _DIM.findall(repr(item)))
+        near = frozenset(
+            int(i)
+            for key, item in b.items()
+            if type(item) is not dict and key not in _CHECKS
+            for i in _DIM.findall(repr(item))
+        )
         yield from _diff_dicts(
             a,
             b,
             path,
-            lambda x, y, p: _diff_forms(x, y, side_a, side_b, p, near),
+            lambda x, y, p: _diff_forms(x, y, side_a, side_b, matching, p, near),
             lambda p, x, y: _change(p, x, y, side_a, side_b, near),
         )
     elif type(a) in (list, tuple) and len(a) == len(b):
         for i, (x, y) in enumerate(zip(a, b)):
-            yield from _diff_forms(x, y, side_a, side_b, f"{path}[{i}]", beside)
+            yield from _diff_forms(x, y, side_a, side_b, matching, f"{path}[{i}]", beside)
     elif type(a) is Tagged and len(a) == len(b) and a[0] == b[0]:
         for i, (x, y) in enumerate(zip(a[1:], b[1:])):
-            yield from _diff_forms(x, y, side_a, side_b, f"{path}[{i}]", beside)
+            yield from _diff_forms(x, y, side_a, side_b, matching, f"{path}[{i}]", beside)
     elif type(a) is DimToken:
-        if a.text != b.text:  # a changed dim differs where it first occurs; elsewhere only if the sharing changed
-            yield _change(path, a, b, side_a, side_b, beside)
-    elif repr(a) != repr(b):
-        yield _change(path, a, b, side_a, side_b, beside)
+        # The same dim, renumbered or spelled out elsewhere, is no change; a changed dim in place of the one it
+        # replaces is one where it is spelled out (its first occurrence in B); any other dim means other sharing.
+        if matching.same.get(b.index) != a.index and (
+            matching.was.get(b.index) != a.index or b.text != f"dim#{b.index}"
+        ):
+            yield from _change(path, a, b, side_a, side_b, beside)
+    elif repr(a) != _DIM.sub(lambda m: _as_in_a(int(m[1]), matching), repr(b)):
+        yield from _change(path, a, b, side_a, side_b, beside)
 
 
-def _change(path: str, a: Any, b: Any, side_a: _Side, side_b: _Side, beside: frozenset[int]) -> _Change:
-    text_a, text_b = _text(a, side_a.canon), _text(b, side_b.canon)
-    dims = {int(i) for i in _DIM.findall(text_b)} or set(beside)
-    return _Change(path, _cut(side_a.named(text_a)), _cut(side_b.named(text_b)), dims)
+def _as_in_a(index: int, matching: _Matching) -> str:
+    """B's ``dim#<index>`` as A numbers the same dim (a dim A does not have, in a form no index takes)."""
+    return f"dim#{matching.same[index]}" if index in matching.same else f"dim#new{index}"
+
+
+def _change(path: str, a: Any, b: Any, side_a: _Side, side_b: _Side, beside: frozenset[int]) -> Iterator[_Change]:
+    """The change, if its two sides print differently: a line says only what one can see."""
+    text_a, text_b = _cut(side_a.named(_text(a, side_a.canon))), _cut(side_b.named(_text(b, side_b.canon)))
+    if text_a != text_b:
+        dims = {int(i) for i in _DIM.findall(_text(b, side_b.canon))} or set(beside)
+        yield _Change(path, text_a, text_b, dims)
 
 
 def _text(value: Any, canon: Canonicalizer) -> str:

@@ -21,8 +21,6 @@ from .names import Repo
 
 #: The package of all versioned modules (a real package, so that Python looks for its submodules).
 ROOT_PACKAGE = "i6_rc_jobs.versioned"
-#: Its former name, which job pickles written before the move hold: modules under it are found as before.
-FORMER_ROOT_PACKAGE = "i6_rc_imports"
 _known: dict[str, Path] = {}  # version package name -> its tree
 
 
@@ -48,10 +46,10 @@ def file_module_name(file_name: str) -> str:
 
 class _Finder(importlib.abc.MetaPathFinder):
     def find_spec(self, fullname: str, path=None, target=None) -> Optional[importlib.machinery.ModuleSpec]:
-        root = next((root for root in (ROOT_PACKAGE, FORMER_ROOT_PACKAGE) if fullname.startswith(root + ".")), None)
-        if root is None:
+        if not fullname.startswith(ROOT_PACKAGE + "."):
             return None
-        parts = fullname.removeprefix(root + ".").split(".")  # host, owner, name, version, then inside the version
+        # host, owner, name, version, then inside the version
+        parts = fullname.removeprefix(ROOT_PACKAGE + ".").split(".")
         if len(parts) > 4:  # inside a version: Python's finder, but for files named as file_module_name says
             return _file_spec(fullname, parts[-1], path or [])
         if len(parts) < 4:

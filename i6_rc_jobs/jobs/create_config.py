@@ -12,7 +12,7 @@ from sisyphus import Job, Task, tk
 from sisyphus import global_settings as gs
 
 from .. import returnn_check
-from ..serialization.config_file import serializers_in, write_config_file
+from ..serialization.config_file import check_config, serializers_in, write_config_file
 
 
 class CreateConfigJob(Job):
@@ -41,6 +41,7 @@ class CreateConfigJob(Job):
         """
         if not isinstance(returnn_config, ReturnnConfig):
             raise TypeError(f"CreateConfigJob needs an i6_core ReturnnConfig, got {type(returnn_config).__name__}")
+        check_config(returnn_config)  # what writing would refuse, said when the job is made
         self.returnn_config = returnn_config
         self.check = check
         self.returnn_root = returnn_root

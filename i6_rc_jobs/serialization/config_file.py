@@ -35,10 +35,25 @@ def _serializers(item: Any) -> Iterator[SerializedNet]:
 
 def config_code(returnn_config: ReturnnConfig) -> str:
     """The config file's text, as i6_core writes it, with each serializer rendered once and checked against the
-    config: its keys must not rebind what a serializer defines or calls (they are set after the prolog, so they win),
-    and its values may hold DimRefs only of dims a prolog serializer defines (a DimRef is written as its name), and no
-    serializer (written as a string). Works on a copy: i6_core merges post_config into config while writing and
+    config (see :func:`check_config`). Works on a copy: i6_core merges post_config into config while writing and
     resolves delayed values in place, which would change the config's hash in the manager."""
+    rendered: dict[int, str] = {}
+    check_config(returnn_config, rendered)
+    to_write = copy.copy(returnn_config)
+    to_write.config = copy.deepcopy(returnn_config.config)
+    to_write.post_config = copy.deepcopy(returnn_config.post_config)
+    to_write.python_prolog = _map_leaves(returnn_config.python_prolog, lambda x: rendered.get(id(x), x))
+    to_write.python_epilog = _map_leaves(returnn_config.python_epilog, lambda x: rendered.get(id(x), x))
+    return ReturnnConfig._serialize(to_write)
+
+
+def check_config(returnn_config: ReturnnConfig, rendered: Optional[dict[int, str]] = None) -> None:
+    """Every check of writing, run when a job is made too (CreateConfigJob, CheckedReturnnConfig), so that a mistake
+    is said in the manager and not in a worker: the config's keys must not rebind what a serializer defines or
+    calls (they are set after the prolog, so they win), its values may hold DimRefs only of dims a prolog serializer
+    defines (a DimRef is written as its name) and no serializer (written as a string), and its behavior_version
+    must be one the serializers' dicts need. ``rendered``, if given, gets each serializer's code, by its id (else
+    only the names are needed, which a closed serializer keeps)."""
     if returnn_config.staged_network_dict:
         raise SerializationError(
             "i6_core's staged_network_dict writes extra files next to the config: "
@@ -46,13 +61,18 @@ def config_code(returnn_config: ReturnnConfig) -> str:
         ).at("returnn_config.staged_network_dict")
     keys = set(returnn_config.config) | set(returnn_config.post_config)
     bound: dict[str, Optional[str]] = {}  # by the serializers before: name -> None (defined) or what it imports
-    rendered: dict[int, str] = {}
+    seen: set[int] = set()
     in_prolog = {id(serializer) for serializer in _serializers(returnn_config.python_prolog)}
     before_config: tuple[set[str], dict[str, DimRef]] = (set(), {})  # names and dims bound when the config's run
+    needed: list[int] = []  # behavior versions the serializers need
     for serializer in serializers_in(returnn_config):
-        if id(serializer) in rendered:
+        if id(serializer) in seen:
             continue
-        code, names, dims = serializer.code_and_names()
+        seen.add(id(serializer))
+        if rendered is None:
+            names, dims = serializer.names_and_dims()
+        else:
+            rendered[id(serializer)], names, dims = serializer.code_and_names()
         for taken, what in (
             (names, "are also defined by {} (as dims, imports or its dicts)"),
             (BUILTINS_CALLED, "would replace the builtins the code of {} calls"),
@@ -72,15 +92,29 @@ def config_code(returnn_config: ReturnnConfig) -> str:
         if id(serializer) in in_prolog:
             before_config[0].update(names)
             before_config[1].update(dims)
-        rendered[id(serializer)] = code
+        if serializer.min_behavior_version is not None:
+            needed.append(serializer.min_behavior_version)
     for part in ("config", "post_config"):
         _check_values(getattr(returnn_config, part), f"returnn_config.{part}", *before_config)
-    to_write = copy.copy(returnn_config)
-    to_write.config = copy.deepcopy(returnn_config.config)
-    to_write.post_config = copy.deepcopy(returnn_config.post_config)
-    to_write.python_prolog = _map_leaves(returnn_config.python_prolog, lambda x: rendered.get(id(x), x))
-    to_write.python_epilog = _map_leaves(returnn_config.python_epilog, lambda x: rendered.get(id(x), x))
-    return ReturnnConfig._serialize(to_write)
+    if needed:
+        _check_behavior_version(returnn_config, max(needed))
+
+
+def _check_behavior_version(returnn_config: ReturnnConfig, needed: int) -> None:
+    """returnn_common builds its dicts for its ``nn.min_returnn_behavior_version``; RETURNN without it (version 0)
+    fails deep inside some layer (e.g. an AssertionError in ``dot``), far from the cause."""
+    part = "config" if "behavior_version" in returnn_config.config else "post_config"
+    given = getattr(returnn_config, part).get("behavior_version")
+    fix = f'"behavior_version": nn.min_returnn_behavior_version ({needed}) in the config'
+    if given is None:
+        raise SerializationError(
+            f"missing: returnn_common's net dicts need RETURNN's behavior_version {needed} or higher, without it "
+            f"RETURNN fails inside a layer: add {fix}"
+        ).at("returnn_config.config['behavior_version']")
+    if type(given) is int and given < needed:
+        raise SerializationError(
+            f"{given} is lower than the {needed} that returnn_common's net dicts need: set {fix}"
+        ).at(f"returnn_config.{part}['behavior_version']")
 
 
 def _check_values(values: dict[str, Any], root: str, names: set[str], dims: dict[str, DimRef]) -> None:
@@ -144,7 +178,7 @@ def _map_leaves(item: Any, change: Callable[[Any], Any]) -> Any:
 
 class CheckedReturnnConfig(ReturnnConfig):
     """An i6_core ``ReturnnConfig`` that writes itself as :func:`config_code` does, with its checks, whoever writes
-    it: i6_core's jobs (``ReturnnTrainingJob.create_files``, ...) call ``write``, which calls ``_serialize``. (A
+    it (and checks itself when made, so that a mistake is said in the manager): i6_core's jobs (``ReturnnTrainingJob.create_files``, ...) call ``write``, which calls ``_serialize``. (A
     plain ReturnnConfig asks a serializer only for its code, so nothing can check it against the config around it.)
     It hashes as a plain ReturnnConfig; with ``hash_full_python_code=True``, which i6_core refuses for a serializer
     (a Sisyphus DelayedBase), each serializer is hashed by its own hash and the rest of the code as i6_core does."""
@@ -161,6 +195,7 @@ class CheckedReturnnConfig(ReturnnConfig):
                         ),
                     )
         super().__init__(config, *args, hash_full_python_code=hash_full_python_code, **kwargs)
+        check_config(self)
 
     def _serialize(self) -> str:
         return config_code(self)

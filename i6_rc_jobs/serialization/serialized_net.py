@@ -116,6 +116,9 @@ class SerializedNet(DelayedBase):
         self.hash_value = hash_value
         self.unhashed = frozenset(unhashed)
         self.hash_scheme = hash_scheme
+        #: The RETURNN behavior_version the dicts need (returnn_common's ``nn.min_returnn_behavior_version`` for a
+        #: serializer made by ``from_returnn_common``), checked against the config's; not hashed.
+        self.min_behavior_version: Optional[int] = None
         capture = DimCapture()
         self._data: dict[str, Any] = {
             "extern_data": None if extern_data is None else convert(extern_data, capture, "extern_data"),
@@ -144,12 +147,23 @@ class SerializedNet(DelayedBase):
         is the one ``root_module`` was built with: the installed one, or a version imported with
         :func:`i6_rc_jobs.imports.import_`. ``options``: ``hash_value``, ``unhashed``, ``hash_scheme``, as for the
         constructor."""
-        rc_config = _returnn_common_nn(root_module).get_returnn_config()
-        return cls(
+        from .. import rc_compat
+
+        nn = _returnn_common_nn(root_module)
+        needs = rc_compat.missing(nn)
+        if needs:  # a Transformer builds without it, a Conformer does not: said before either reaches a job
+            raise SerializationError(
+                f"{nn.__name__} was not made to build with this RETURNN ({'; '.join(needs)}): call "
+                "nn = rc_compat.apply(nn) (from i6_rc_jobs import rc_compat) before building the model"
+            ).at("from_returnn_common")
+        rc_config = nn.get_returnn_config()
+        made = cls(
             extern_data=rc_config.get_extern_data_raw_dict(),
             network=rc_config.get_net_dict_raw_dict(root_module=root_module),
             **options,
         )
+        made.min_behavior_version = nn.min_returnn_behavior_version
+        return made
 
     extern_data = _part("extern_data")
     network = _part("network")
@@ -201,6 +215,7 @@ class SerializedNet(DelayedBase):
         twin.hash_value = copy.deepcopy(self.hash_value, memo)
         twin.unhashed = copy.deepcopy(self.unhashed, memo)
         twin.hash_scheme = self.hash_scheme
+        twin.min_behavior_version = self.min_behavior_version
         return twin
 
     def __getstate__(self) -> dict[str, Any]:
@@ -209,6 +224,8 @@ class SerializedNet(DelayedBase):
             state["open"] = True
         if self.hash_scheme != "dict":  # pickles of the default scheme stay as they were
             state["hash_scheme"] = self.hash_scheme
+        if self.min_behavior_version is not None:
+            state["min_behavior_version"] = self.min_behavior_version
         return state
 
     def __setstate__(self, state: dict[str, Any]) -> None:
@@ -216,6 +233,7 @@ class SerializedNet(DelayedBase):
         self._reset_sharing()
         self._open = state.get("open", False)
         self.hash_scheme = state.get("hash_scheme", "dict")
+        self.min_behavior_version = state.get("min_behavior_version")
 
     def sections(self) -> list[tuple[str, Any]]:
         """The dicts, in the order they are hashed: extern_data, then the network or the stages by epoch. For
@@ -266,6 +284,11 @@ class SerializedNet(DelayedBase):
         if self._data["staged_networks"] is not None:
             names["get_network"] = None
         return self._code(writer, dims, parts), names, dict(writer.dims)
+
+    def names_and_dims(self) -> tuple[dict[str, Optional[str]], dict[str, DimRef]]:
+        """The names and dims of :meth:`code_and_names`, without the code, remembered while closed: what the checks
+        of a config made in the manager need, once for all the jobs that share the serializer."""
+        return self._once(("names_and_dims",), lambda: self.code_and_names()[1:])
 
     def _render(self) -> tuple[CodeWriter, list[str], list[str]]:
         """Writes the dicts, then the lines of the dims they name: (writer, dim lines, dict code parts)."""

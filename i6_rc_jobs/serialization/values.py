@@ -99,7 +99,10 @@ def import_source(obj: Any, kind: str) -> tuple[str, str]:
     they do."""
     module, qualname = getattr(obj, "__module__", None), getattr(obj, "__qualname__", None)
     if module == "__main__":
-        raise SerializationError(f"a {kind} from __main__ cannot be imported by the config: {qualname}")
+        raise SerializationError(
+            f"a {kind} from __main__ cannot be imported by the config: {qualname}: define it with def (class) at the "
+            "top level of an importable module"
+        )
     found: Any = None
     if type(module) is str and type(qualname) is str and _dotted_identifiers(f"{module}.{qualname}"):
         found = sys.modules.get(module)
@@ -108,7 +111,7 @@ def import_source(obj: Any, kind: str) -> tuple[str, str]:
     if found is not obj:
         raise SerializationError(
             f"the {kind} {module}.{qualname} cannot be imported by that name (a lambda, defined inside a function, "
-            f"or bound to another name): define it at the top level of its module"
+            f"or bound to another name): define it with def (class) at the top level of its module"
         )
     return module, qualname
 

@@ -3,9 +3,10 @@
 The model (recipe/task12ax_model.py) is built with returnn_common at a fixed version (a versioned import: the same
 model whatever returnn_common is installed), out of the manager by ``i6_rc_jobs.build``, which caches it: the
 manager imports neither returnn_common nor TensorFlow. The ReturnnConfig holds the plain-data serializer.
-CreateConfigJob writes (and, with check=True, RETURNN-checks) the config file in cheap jobs; i6_core's ReturnnTrainingJob trains the same config, a CheckedReturnnConfig, whose file is checked when
-that job writes it. Registered outputs: ``task12ax/returnn.config``, ``task12ax/checkpoint`` (index file of the
-final checkpoint), ``task12ax/learning_rates`` (per epoch: train and dev CE and frame error rate).
+CreateConfigJob writes (and, with check=True, RETURNN-checks) the config file in cheap jobs; i6_core's
+ReturnnTrainingJob trains the same config, a CheckedReturnnConfig, whose file is checked when that job writes it,
+and starts once RETURNN's check of that config passed. Registered outputs: ``task12ax/returnn.config``,
+``task12ax/checkpoint`` (index file of the final checkpoint), ``task12ax/learning_rates`` (per epoch: train and dev CE and frame error rate).
 """
 
 import os
@@ -55,7 +56,8 @@ def run():
     returnn_python_exe = tk.Path(os.path.join(root, ".venv", "bin", "python"), hash_overwrite="RETURNN_PYTHON_EXE")
 
     config = returnn_config()
-    tk.register_output("task12ax/returnn.config", CreateConfigJob(config, check=True).out_config)
+    checked = CreateConfigJob(config, check=True)
+    tk.register_output("task12ax/returnn.config", checked.out_config)
 
     train_job = ReturnnTrainingJob(
         config,
@@ -67,6 +69,9 @@ def run():
         returnn_root=returnn_root,
         returnn_python_exe=returnn_python_exe,
     )
+    # The training starts once the check is done, and not at all if it fails: an input that Sisyphus does not hash
+    # (it hashes a job's arguments), so the training's hash is the one it has without it.
+    train_job.add_input(checked.out_config)
     train_job.add_alias("task12ax/train")
     tk.register_output("task12ax/checkpoint", train_job.out_checkpoints[NUM_EPOCHS].index_path)
     tk.register_output("task12ax/learning_rates", train_job.out_learning_rates)
