@@ -1,15 +1,23 @@
 """The documentation builds without a warning (a broken link or reference, a docstring autodoc cannot import or read,
-fails), and every code example in it runs as written."""
+fails), every code example in it runs as written, every command line's output on it is what a real run prints, and
+a new user finds each task's page from the README."""
 
 from __future__ import annotations
 
+import html
+import importlib
 import os
+import pathlib
 import re
+import shlex
 import subprocess
 import sys
 
 import pytest
 
+from i6_rc_jobs.__main__ import COMMANDS
+from tests.support.console import examples, mismatch, update
+from tests.support.console_scenarios import SCENARIOS
 from tests.support.markdown import RUN, RUNNER, blocks, continued, pages, program, runner_input, unmarked
 from tests.support.sisyphus_setup import REPO
 
@@ -18,6 +26,22 @@ from tests.support.sisyphus_setup import REPO
 WITH_EXAMPLES = [p for p in pages() if p.name != "README.md" and any(b.language == RUN for b in blocks(p))]
 RUNNABLE = [p for p in WITH_EXAMPLES if not any(p in continued(other) for other in WITH_EXAMPLES)]
 ENV = dict(os.environ, PYTHONPATH=str(REPO), CUDA_VISIBLE_DEVICES="", TF_CPP_MIN_LOG_LEVEL="3")
+CONSOLE = [example for page in pages() for example in examples(page)[0]]
+
+#: What a new user looks for, the page that answers it and the heading there: each one link from the README, or two.
+TOPICS = {
+    "make training wait for the check": ("docs/guide/model-in-setup.md", "Training it: without a GPU, after the check"),
+    "what the graph hash ignores": ("docs/guide/hash-schemes.md", "What the graph hash ignores"),
+    "run on Slurm": ("docs/guide/slurm.md", "Run on a Slurm cluster"),
+    "which RETURNN versions are supported": (
+        "docs/guide/versions.md",
+        "Supported versions of RETURNN and returnn_common",
+    ),
+    "debug a changed hash": ("docs/guide/debugging-hashes.md", "hash-diff"),
+    "versioned imports for a team": ("docs/guide/versioned-imports.md", "Versioned imports for a team"),
+    "the command line": ("docs/reference/cli.md", "Command line"),
+    "building models out of the manager": ("docs/guide/builds.md", "Builds out of the manager"),
+}
 
 
 def test_sphinx_builds_the_docs_warning_free(tmp_path):
@@ -31,6 +55,11 @@ def test_sphinx_builds_the_docs_warning_free(tmp_path):
     assert done.returncode == 0, done.stderr[-5000:]
     api = (tmp_path / "html" / "reference" / "api.html").read_text()
     assert "ReturnnCommonSerializer.close" in api and "import_" in api  # autodoc imported the modules
+    cli = html.unescape((tmp_path / "html" / "reference" / "cli.html").read_text())
+    for name, module in ((name, importlib.import_module(path)) for name, path in COMMANDS.items()):
+        said = [f'id="command-{name}"', module.EXAMPLE, *(status.meaning for status in module.Exit)]
+        said += [option for action in module.parser()._actions for option in action.option_strings]
+        assert [text for text in said if text not in cli] == [], name
 
 
 def test_every_code_block_says_whether_it_runs():
@@ -67,3 +96,64 @@ def test_the_newest_release_in_the_changelog_is_the_package_version():
     built = subprocess.run([sys.executable, "setup.py", "--version"], cwd=REPO, capture_output=True, text=True)
     assert releases[0] == i6_rc_jobs.__version__ == built.stdout.strip(), (releases, built.stderr[-2000:])
     assert releases == sorted(releases, key=lambda v: tuple(map(int, v.split("."))), reverse=True)
+
+
+@pytest.mark.parametrize("name", COMMANDS)
+def test_a_commands_example_is_a_valid_command_line(name):
+    """The example that ``--help`` and the reference show parses; a wrong one exits (SystemExit) here."""
+    module = importlib.import_module(COMMANDS[name])
+    assert module.parser().parse_args(shlex.split(module.EXAMPLE)) is not None
+
+
+def test_every_console_block_names_the_real_run_that_makes_it():
+    assert [line for page in pages() for line in examples(page)[1]] == []
+    assert [f"{e.where}: no scenario {e.scenario!r}" for e in CONSOLE if e.scenario not in SCENARIOS] == []
+    assert [e.where for e in CONSOLE if not e.commands] == []
+
+
+@pytest.mark.parametrize("example", CONSOLE, ids=[e.where for e in CONSOLE])
+def test_a_console_example_is_what_a_real_run_prints(example, tmp_path):
+    """Each command of the block runs as a user types it, on inputs the scenario makes; ``DOCS_UPDATE=1`` writes
+    the real output into the page instead of comparing."""
+    directory = SCENARIOS[example.scenario](tmp_path)
+    outputs, statuses = [], []
+    for command in example.commands:
+        argv = shlex.split(command.line)
+        assert argv[:3] == ["python", "-m", "i6_rc_jobs"], f"{example.where}: {command.line}"
+        done = subprocess.run([sys.executable, *argv[1:]], cwd=directory, env=ENV, capture_output=True, text=True)
+        outputs.append(done.stdout)
+        statuses.append(done.returncode)
+        assert done.returncode in (0, 1), f"{example.where}: {command.line}: {done.stderr[-3000:]}"
+    said = f"{example.where}: exit status {statuses[-1]}, the page says {example.status}"
+    assert statuses[-1] == example.status, said
+    if os.environ.get("DOCS_UPDATE") == "1":
+        update(example, outputs)
+        return
+    for command, real in zip(example.commands, outputs):
+        assert real == command.output, mismatch(example, command, real)
+
+
+def _links(page: pathlib.Path) -> set[pathlib.Path]:
+    """The local pages that a page's Markdown links lead to (as read on the repository's web page)."""
+    targets = re.findall(r"\]\(([^)#\s]+)(?:#[^)]*)?\)", page.read_text())
+    return {(page.parent / target).resolve() for target in targets if "://" not in target}
+
+
+@pytest.mark.parametrize("topic", TOPICS)
+def test_a_new_user_finds_each_task_from_the_readme_in_one_or_two_clicks(topic):
+    page, heading = TOPICS[topic]
+    assert re.search(rf"^#+ {re.escape(heading)}$", (REPO / page).read_text(), re.M), f"{page}: no heading {heading!r}"
+    first = _links(REPO / "README.md")
+    second = {target for linked in first if linked.suffix == ".md" and linked.is_file() for target in _links(linked)}
+    assert (REPO / page).resolve() in first | second, f"{page} is not linked from the README nor from a page it links"
+
+
+def test_every_command_the_pages_name_exists():
+    """A renamed or removed command cannot linger in the prose (its options and statuses are on the generated page)."""
+    named = {
+        f"{page.relative_to(REPO)}: {name}"
+        for page in pages()
+        for name in re.findall(r"python (?:-m |recipe/)i6_rc_jobs ([\w-]+)", page.read_text())
+        if name not in COMMANDS
+    }
+    assert named == set()

@@ -15,6 +15,7 @@ from hypothesis import strategies as st
 from i6_core.returnn.config import ReturnnConfig
 
 from tests.support.cases import encoder_decoder
+from tests.support.console_scenarios import config_jobs
 from tests.support.sisyphus_setup import REPO, job_dirs, make_setup, run_manager
 
 
@@ -25,26 +26,7 @@ def hash_diff(a, b) -> subprocess.CompletedProcess:
 
 
 def test_explains_two_job_directories(tmp_path):
-    setup = make_setup(
-        tmp_path,
-        """
-        from sisyphus import tk
-        from i6_core.returnn.config import ReturnnConfig
-        from i6_rc_jobs import CreateConfigJob
-        from tests.support.cases import encoder_decoder
-
-
-        def main():
-            for name, lr, model in (("a", 0.01, 256), ("b", 0.02, 2048), ("c", 0.01, 256)):
-                serializer = encoder_decoder()
-                serializer.network["enc"]["subnetwork"]["ff"]["out_dim"].size = model
-                config = ReturnnConfig({"learning_rate": lr}, python_prolog=[serializer], black_formatting=False)
-                CreateConfigJob(config).add_alias(name)
-                tk.register_output(name, CreateConfigJob(config).out_config)
-        """,
-    )
-    proc = run_manager(setup)
-    assert (setup / "output" / "b").exists(), proc.stdout[-2000:] + proc.stderr[-2000:]
+    setup = config_jobs(tmp_path)
     a, b = (setup / "alias" / name for name in "ab")
     assert len(job_dirs(setup, "CreateConfigJob")) == 2  # "c" is "a": same hash, same job
     diff = hash_diff(a, b)

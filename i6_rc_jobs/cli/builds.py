@@ -1,6 +1,6 @@
 """``python -m i6_rc_jobs builds [--verify] [--prune AGE]``: lists the entries of the build cache (builder,
 arguments, age, last use, size, hash of the result); ``--verify`` builds each entry anew, as it was built (same
-sys.path and working directory), and reports those whose result hashes otherwise now (exit status 1), a check to
+sys.path and working directory), and reports those whose result hashes otherwise now, a check to
 run after updating the stack; ``--prune AGE`` removes entries not used for AGE (e.g. 30d, 12h, 90m)."""
 
 from __future__ import annotations
@@ -19,7 +19,17 @@ from typing import Any
 from ..builds.client import BuildError, Builds
 from ..builds.store import Store, cache_root, last_used
 
+from .command import ExitStatus, command_parser
+
 _UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400}
+
+#: The arguments of a typical use: ``--help`` and the reference show it, the tests parse it.
+EXAMPLE = "--prune 30d"
+
+
+class Exit(ExitStatus):
+    DONE = 0, "listed, pruned, or every entry rebuilt with the same hash (also: no build cache yet)"
+    DIFFERS = 1, "--verify: an entry's result hashes otherwise now, or could not be rebuilt or verified"
 
 
 @dataclass(frozen=True)
@@ -67,11 +77,11 @@ def _list(store: Store) -> int:
             f"{entry['builder']:40} {entry['arguments']:40} {_age(age):>7} {_age(used):>7} {size:7.0f} "
             f"{entry['sis_hash'][:12]}"
         )
-    return 0
+    return Exit.DONE
 
 
 def _verify(store: Store) -> int:
-    status = 0
+    status = Exit.DONE
     for variant, entry in _entries(store):
         if entry is None:
             continue
@@ -79,7 +89,7 @@ def _verify(store: Store) -> int:
         data = store.result_bytes(variant, entry, "call")
         if base is None or data is None:
             print(f"{variant}: its base or call is missing or corrupt: not verified")
-            status = 1
+            status = Exit.DIFFERS
             continue
         stored = _Stored(entry["key"], entry["builder"], entry["arguments"], data)
         builds = Builds(python=base["python"]["executable"], paths=base["sys_path"], cwd=base["cwd"], cache=store.root)
@@ -87,7 +97,7 @@ def _verify(store: Store) -> int:
             (result,) = builds.rebuild_many([stored])
         except BuildError as e:
             print(f"{entry['builder']}({entry['arguments']}): the rebuild failed: {e}")
-            status = 1
+            status = Exit.DIFFERS
             continue
         from sisyphus.hash import sis_hash_helper
 
@@ -97,7 +107,7 @@ def _verify(store: Store) -> int:
             f"{entry['builder']}({entry['arguments']}): {'same hash' if same else 'DIFFERS'} "
             f"{entry['sis_hash'][:12]}{'' if same else ' -> ' + now[:12]}"
         )
-        status = status or (0 if same else 1)
+        status = status or (Exit.DONE if same else Exit.DIFFERS)
     return status
 
 
@@ -118,19 +128,23 @@ def _prune(store: Store, age: float) -> int:
         if log.stat().st_mtime < now - age:
             log.unlink()
     shutil.rmtree(store.partial("prune"))  # making it removes what dead processes of this host left in tmp/
-    return 0
+    return Exit.DONE
 
 
-def main(argv: list[str]) -> int:
-    parser = argparse.ArgumentParser(prog="python -m i6_rc_jobs builds", description=__doc__.split(":", 1)[1].strip())
+def parser() -> argparse.ArgumentParser:
+    parser = command_parser("builds", __doc__.split(":", 1)[1].strip(), Exit, EXAMPLE)
     what = parser.add_mutually_exclusive_group()
     what.add_argument("--verify", action="store_true", help="build every entry anew and compare the hashes")
     what.add_argument("--prune", type=_duration, metavar="AGE", help="remove entries not used for AGE (30d, 12h)")
-    args = parser.parse_args(argv)
+    return parser
+
+
+def main(argv: list[str]) -> int:
+    args = parser().parse_args(argv)
     store = Store(cache_root())
     if not store.root.is_dir():
         print(f"no build cache at {store.root}", file=sys.stderr)
-        return 0
+        return Exit.DONE
     if args.verify:
         return _verify(store)
     if args.prune is not None:

@@ -10,6 +10,7 @@ import stat
 import sys
 from typing import Any, Optional
 
+from .command import ExitStatus, command_parser
 from .setup_paths import importable
 
 
@@ -87,30 +88,45 @@ def load(path: str) -> Any:
         raise LoadError(f"{path}: cannot be loaded as a job or a pickle: {type(e).__name__}: {e}") from e
 
 
-def main(argv: list[str]) -> int:
-    parser = argparse.ArgumentParser(
-        prog="python -m i6_rc_jobs hash-diff",
-        description="Print why the Sisyphus hashes of A and B differ, as paths and values, or 'identical'. Exit "
-        "status: 0 identical, 1 different, 2 an input could not be loaded or is not trusted. The inputs are "
+#: The arguments of a typical use: ``--help`` and the reference show it, the tests parse it.
+EXAMPLE = "alias/a alias/b"
+
+
+class Exit(ExitStatus):
+    IDENTICAL = 0, "the hashes are identical"
+    DIFFERENT = 1, "the hashes differ (the lines say where)"
+    UNUSABLE = 2, "an input could not be loaded or is not trusted, or a module it needs cannot be imported"
+
+
+def parser() -> argparse.ArgumentParser:
+    parser = command_parser(
+        "hash-diff",
+        "Print why the Sisyphus hashes of A and B differ, as paths and values, or 'identical'. The inputs are "
         "unpickled, which runs whatever code they name: use only files you trust. Inputs not owned by you or "
         "writable by others (a job directory: the directory and its job.save) are refused unless --trust is given.",
+        Exit,
+        EXAMPLE,
     )
     parser.add_argument("a", help="job directory, job.save, or pickled ReturnnConfig/ReturnnCommonSerializer")
     parser.add_argument("b", help="the same kinds as A")
     parser.add_argument(
         "--trust", action="store_true", help="load inputs not owned by you or writable by others (they can run code)"
     )
-    args = parser.parse_args(argv)
+    return parser
+
+
+def main(argv: list[str]) -> int:
+    args = parser().parse_args(argv)
     problem = setup_imports()
     if problem is not None:
         print(f"hash-diff: {problem}", file=sys.stderr)
-        return 2
+        return Exit.UNUSABLE
     if not args.trust:
         for path in (args.a, args.b):
             reason = untrusted(path)
             if reason is not None:
                 print(f"hash-diff: {reason}: unpickling it could run code; pass --trust to load it", file=sys.stderr)
-                return 2
+                return Exit.UNUSABLE
 
     from sisyphus.hash import sis_hash_helper
 
@@ -120,9 +136,9 @@ def main(argv: list[str]) -> int:
         a, b = load(args.a), load(args.b)
     except LoadError as e:
         print(f"hash-diff: {e}", file=sys.stderr)
-        return 2
+        return Exit.UNUSABLE
     lines = list(explain(a, b))
     if not lines and sis_hash_helper(a) != sis_hash_helper(b):
         lines = ["the hashes differ, but no part that differs was found (a hash() that hashes otherwise?)"]
     print("\n".join(lines) if lines else "identical")
-    return 1 if lines else 0
+    return Exit.DIFFERENT if lines else Exit.IDENTICAL

@@ -2,8 +2,7 @@
 calls in the PATHs (files, or directories of ``*.py`` files; default ``config``, a Sisyphus setup's) name, without
 running them, and the versions that the code of those versions names, so that nodes without network access find the
 whole import graph in the cache. Lists each call found (file:line: repo path version) and each one whose arguments
-the source does not tell (file:line: why). Exit status 0 if all were fetched, 1 if some calls could not be resolved,
-2 on errors (a version or path that does not exist, a cache this user may not write)."""
+the source does not tell (file:line: why)."""
 
 from __future__ import annotations
 
@@ -13,15 +12,36 @@ from pathlib import Path
 
 from ..imports.cache import cache_root
 from ..imports.static import Graph, fetch_graph, python_files
+from .command import ExitStatus, command_parser
+
+#: The arguments of a typical use: ``--help`` and the reference show it, the tests parse it.
+EXAMPLE = "config recipe/my_setup"
+
+
+class Exit(ExitStatus):
+    FETCHED = 0, "every version named was fetched"
+    UNRESOLVED = 1, "some calls could not be resolved statically"
+    ERROR = 2, "errors: a version or path that does not exist, a cache this user may not write"
+
+
+def parser() -> argparse.ArgumentParser:
+    parser = command_parser("prefetch", __doc__.split(":", 1)[1].strip(), Exit, EXAMPLE)
+    parser.add_argument(
+        "paths",
+        nargs="*",
+        type=Path,
+        default=[Path("config")],
+        metavar="PATH",
+        help="a file or directory of *.py files with import_ calls",
+    )
+    return parser
 
 
 def main(argv: list[str]) -> int:
-    parser = argparse.ArgumentParser(prog="python -m i6_rc_jobs prefetch", description=__doc__.split(":", 1)[1].strip())
-    parser.add_argument("paths", nargs="*", type=Path, default=[Path("config")], metavar="PATH")
-    return prefetch(parser.parse_args(argv).paths)[1]
+    return prefetch(parser().parse_args(argv).paths)[1]
 
 
-def prefetch(paths: list[Path]) -> tuple[Graph, int]:
+def prefetch(paths: list[Path]) -> tuple[Graph, Exit]:
     """Fetches the import graph of ``paths`` and prints it; the graph and the exit status."""
     missing = [path for path in paths if not path.exists()]
     for path in missing:
@@ -38,4 +58,4 @@ def prefetch(paths: list[Path]) -> tuple[Graph, int]:
         f"{len(graph.calls)} calls of import_, {len(graph.versions)} versions in the cache {root}, "
         f"{len(graph.unresolved)} not resolved statically, {len(graph.errors) + len(missing)} errors"
     )
-    return graph, 2 if graph.errors or missing else 1 if graph.unresolved else 0
+    return graph, Exit.ERROR if graph.errors or missing else Exit.UNRESOLVED if graph.unresolved else Exit.FETCHED

@@ -1,11 +1,10 @@
 """``python -m i6_rc_jobs same-model A B``: whether two RETURNN configs (e.g. the ``returnn.config`` of two
 CreateConfigJobs, before and after a returnn_common update) define the same model, judged by RETURNN itself: each
 network is built with TensorFlow, and their TF variables, initializers, outputs on one fixed input (variables set by
-their names) and reported losses (score keys and values) are compared. Prints ``same model`` (exit status 0) or one
-line per difference (exit status 1); a config that cannot be read or built is said in one line (exit status 2), after
-what RETURNN printed (kept back otherwise).
-Needs RETURNN and TensorFlow: run it with the Python of your setup, from the setup directory (RETURNN is taken from
-``tools/returnn`` if it is not installed)."""
+their names) and reported losses (score keys and values) are compared. Prints ``same model`` or one line per
+difference; a config that cannot be read or built is said in one line, after what RETURNN printed (kept back
+otherwise). Needs RETURNN and TensorFlow: run it with the Python of your setup, from the setup directory (RETURNN is
+taken from ``tools/returnn`` if it is not installed)."""
 
 from __future__ import annotations
 
@@ -13,7 +12,11 @@ import argparse
 import os
 import sys
 
+from .command import ExitStatus, command_parser
 from .setup_paths import importable
+
+#: The arguments of a typical use: ``--help`` and the reference show it, the tests parse it.
+EXAMPLE = "before/returnn.config after/returnn.config"
 
 
 class _Unreadable(Exception):
@@ -24,20 +27,30 @@ class _Unreadable(Exception):
         super().__init__(f"{path}: {type(error).__name__}: {message}")
 
 
-def main(argv: list[str]) -> int:
-    parser = argparse.ArgumentParser(prog="python -m i6_rc_jobs same-model", description=__doc__.split(":", 1)[1])
+class Exit(ExitStatus):
+    SAME = 0, "same model"
+    DIFFERENT = 1, "the models differ (one line per difference)"
+    UNUSABLE = 2, "a config could not be read or built, or RETURNN cannot be imported"
+
+
+def parser() -> argparse.ArgumentParser:
+    parser = command_parser("same-model", __doc__.split(":", 1)[1].strip(), Exit, EXAMPLE)
     parser.add_argument("configs", nargs=2, metavar="CONFIG", help="a RETURNN config file (config.py as written)")
     parser.add_argument(
         "--model-only", action="store_true", help="compare the model alone: parameters, initializers, output"
     )
-    args = parser.parse_args(argv)
+    return parser
+
+
+def main(argv: list[str]) -> int:
+    args = parser().parse_args(argv)
     if not importable("returnn", [os.path.join("tools", "returnn")]):
         print(
             f"same-model: cannot import returnn (not installed, and no tools/returnn in {os.getcwd()}): run it from "
             "the setup directory, or put RETURNN on PYTHONPATH",
             file=sys.stderr,
         )
-        return 2
+        return Exit.UNUSABLE
     from ..returnn_check import output_kept
     from ..semantics import fingerprint
 
@@ -53,7 +66,7 @@ def main(argv: list[str]) -> int:
                     raise _Unreadable(path, e) from e
     except _Unreadable as unreadable:
         print(f"same-model: {unreadable}", file=sys.stderr)
-        return 2
+        return Exit.UNUSABLE
     differences = prints[0].differences(prints[1], losses=not args.model_only)
     print("\n".join(differences) if differences else "same model")
-    return 1 if differences else 0
+    return Exit.DIFFERENT if differences else Exit.SAME
