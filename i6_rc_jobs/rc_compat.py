@@ -85,6 +85,18 @@ def missing(nn: types.ModuleType) -> list[str]:
     return found
 
 
+def not_applied(nn: types.ModuleType) -> Optional[str]:
+    """The one line that says what :func:`apply` would fix in ``nn`` and how to call it, or None if nothing: for
+    every place that meets an ``nn`` it was not applied to (a serializer made from its model, a failed build)."""
+    needs = missing(nn)
+    if not needs:
+        return None
+    return (
+        f"{nn.__name__} was not made to build with this RETURNN ({'; '.join(needs)}): call "
+        "nn = rc_compat.apply(nn) (from i6_rc_jobs import rc_compat) before building the model"
+    )
+
+
 def _needs_identifier(control_flow_context: Any) -> bool:
     """RETURNN 059fc8a6b and later: its ``ControlFlowContext`` needs an identifier (fix 1)."""
     return "identifier" in inspect.signature(control_flow_context.__init__).parameters

@@ -161,6 +161,21 @@ def test_a_failing_builder_leaves_no_entry_and_fails_each_time_with_its_error(se
     assert _variants(builds) == []
 
 
+def test_a_build_failing_in_an_nn_without_rc_compat_ends_in_the_fix(setup):
+    """A Conformer of an ``nn`` that ``rc_compat.apply`` was not applied to fails deep inside returnn_common; the
+    failure's last line names the fix (a failure elsewhere, as boom above, gets no such line)."""
+    _, builds, bmodels = setup
+    with pytest.raises(BuildError) as e:
+        builds.build(bmodels.conformer_without_rc_compat)
+    last = str(e.value).rstrip().splitlines()[-1]
+    assert last.startswith("hint: returnn_common.nn was not made to build with this RETURNN (") and last.endswith(
+        "call nn = rc_compat.apply(nn) (from i6_rc_jobs import rc_compat) before building the model"
+    ), last
+    with pytest.raises(BuildError) as e:
+        builds.build(bmodels.failing, 43)
+    assert "rc_compat" not in str(e.value)
+
+
 def test_a_builder_must_be_importable_by_name(setup):
     _, builds, _ = setup
 

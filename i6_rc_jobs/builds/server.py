@@ -21,6 +21,7 @@ import signal
 import sys
 import time
 import traceback
+import types
 from typing import Optional
 
 from . import record
@@ -115,10 +116,27 @@ def _child(request: dict, base: dict, protocol_fd: int) -> None:
         status = _build(directory, base, request["started_ns"], request["environ"])
     except BaseException:
         traceback.print_exc()
+        _say_rc_compat(sys.exc_info()[2])
     finally:
         sys.stdout.flush()
         sys.stderr.flush()
         os._exit(status)
+
+
+def _say_rc_compat(trace: Optional[types.TracebackType]) -> None:
+    """A model of an ``nn`` that ``rc_compat.apply`` was not applied to may fail deep inside returnn_common (a
+    Conformer: a ReturnnConstructTemplateException about ``2*model//2``): if the failure passed through such an
+    ``nn``, the log's last line names the fix."""
+    from i6_rc_jobs import rc_compat
+
+    files = {os.path.abspath(frame.filename) for frame in traceback.extract_tb(trace)}
+    for name, module in sorted(sys.modules.items()):
+        if name.rsplit(".", 1)[-1] != "nn" or "returnn_common" not in name or not getattr(module, "__file__", None):
+            continue
+        package = os.path.dirname(os.path.abspath(module.__file__)) + os.sep
+        not_applied = rc_compat.not_applied(module) if any(f.startswith(package) for f in files) else None
+        if not_applied:
+            print(f"hint: {not_applied}", file=sys.stderr)
 
 
 class _Lines:

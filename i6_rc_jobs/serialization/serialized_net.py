@@ -150,12 +150,9 @@ class SerializedNet(DelayedBase):
         from .. import rc_compat
 
         nn = _returnn_common_nn(root_module)
-        needs = rc_compat.missing(nn)
-        if needs:  # a Transformer builds without it, a Conformer does not: said before either reaches a job
-            raise SerializationError(
-                f"{nn.__name__} was not made to build with this RETURNN ({'; '.join(needs)}): call "
-                "nn = rc_compat.apply(nn) (from i6_rc_jobs import rc_compat) before building the model"
-            ).at("from_returnn_common")
+        not_applied = rc_compat.not_applied(nn)
+        if not_applied:  # a Transformer builds without it, a Conformer does not: said before either reaches a job
+            raise SerializationError(not_applied).at("from_returnn_common")
         rc_config = nn.get_returnn_config()
         made = cls(
             extern_data=rc_config.get_extern_data_raw_dict(),
