@@ -278,15 +278,6 @@ def test_a_code_wrapper_of_no_str_is_refused_at_construction_and_when_edited_in_
         ser.get()
 
 
-def test_a_dim_with_sizes_over_other_dims_than_the_batch_is_refused_with_its_path():
-    time, words = _time(), Dim(None, description="words")
-    words.dyn_size_ext = Tensor("words_size", dims=[batch_dim, time], dtype="int32")  # a length per frame
-    with pytest.raises(SerializationError, match=r"^network\['x'\]: .*'words'.* are per \['global batch', 'time'\]"):
-        ReturnnCommonSerializer(network={"x": words, "t": time})
-    words.dyn_size_ext = Tensor("words_size", dims=[batch_dim], dtype="int32")  # what RETURNN makes again
-    assert load(_code({"x": words}))["network"]["x"].dyn_size_ext is None
-
-
 # The property: random dims of every kind and relation load as themselves.
 
 SETTINGS = settings(

@@ -271,12 +271,6 @@ class DimCapture:
                     f"{describe(dim)}: a derived dim with its own undefined, bounded_by or capacity has no code form"
                 )
             return self._derived(dim, op)
-        sizes = dim.dyn_size_ext
-        if sizes is not None and [d.is_batch_dim() for d in sizes.dims] != [True]:
-            raise SerializationError(
-                f"{describe(dim)}: its sizes (dyn_size_ext) are per {[d.description for d in sizes.dims]}, not per "
-                f"sequence: the written Dim(None, ...) would get RETURNN's sizes per sequence (a template of [batch])"
-            )
         tag = extra.derived_from_tag if extra is not None else None
         if bounded_by is not None and tag is not bounded_by:
             raise SerializationError(f"{describe(dim)}: derived_from_tag {describe(tag)} is not its bounded_by")
