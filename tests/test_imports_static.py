@@ -164,7 +164,9 @@ def test_ide_paths_lets_jedi_resolve_names_of_a_versioned_module_to_the_versions
     edited = setup / "config" / "edit.py"
 
     def script(*paths: Path) -> jedi.Script:
-        return jedi.Script(source, path=edited, project=jedi.Project(setup, sys_path=[*map(str, paths), *sys.path]))
+        # In this process: jedi's default environment starts a subprocess that would outlive the test.
+        project = jedi.Project(setup, sys_path=[*map(str, paths), *sys.path])
+        return jedi.Script(source, path=edited, project=project, environment=jedi.InterpreterEnvironment())
 
     assert script().goto(3, 8) == []  # nothing on disk carries the name
     definition = script(ide).goto(3, 8)[0]

@@ -7,9 +7,9 @@ from __future__ import annotations
 
 from typing import Any, Callable, Iterable
 
-from .client import BuildError, Builds
+from .client import BuildError, Builds, stop_servers
 
-__all__ = ["build", "build_many", "Builds", "BuildError"]
+__all__ = ["build", "build_many", "Builds", "BuildError", "stop_servers"]
 
 _default = Builds()
 

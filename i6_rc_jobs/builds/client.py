@@ -383,7 +383,6 @@ class _Server:
         self.base = json.loads(self.base_data)
         self.changed_while_loading = bool(self.base["changed_while_loading"])
         self.base_digest = hashlib.sha256(self.base_data).hexdigest()
-        atexit.register(self.close)
 
     def _send(self, message: dict[str, Any]) -> None:
         assert self.process.stdin is not None
@@ -444,6 +443,16 @@ class _Server:
 _servers: dict[tuple, _Server] = {}
 #: The bases read so far, by digest (None: not signed with the cache's key).
 _bases: dict[str, Optional[dict[str, Any]]] = {}
+
+
+def stop_servers() -> None:
+    """Ends this process's build servers now rather than at its exit (a later build starts one anew): for a process
+    that lives on after its builds, such as a notebook or a test, and wants their memory back."""
+    while _servers:
+        _servers.popitem()[1].close()
+
+
+atexit.register(stop_servers)
 
 
 def _server(builds: Builds, store: Store) -> _Server:
