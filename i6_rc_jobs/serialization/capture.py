@@ -17,8 +17,9 @@ What a Dim carries besides: ``undefined``, ``bounded_by`` and ``derived_from_tag
 equality, ``undefined`` and capacity follow them); a static ``capacity`` other than the size, too. ``dyn_size_ext``
 of [batch] is RETURNN's run-time state, never configuration, and is dropped: a template is what RETURNN makes for
 every dynamic dim it meets in a Tensor, sizes (a raw tensor) are one batch's (returnn_common's tests serialize dims
-after a run); RETURNN makes both again for the written dim when it builds the net. Sizes over other dims (a
-template of [batch, time]: a length per frame) are what RETURNN would not make again: such a dim is refused. A
+after a run); RETURNN makes both again for the written dim when it builds the net. Sizes over other dims (``[]``,
+``[batch, time]``: a length per frame) are set again by the layer that makes the dim (``top_k``,
+``range_from_length``); in extern data nothing would, and :mod:`.data_sizes` refuses such a dim there. A
 derived dim's ``derived_from_tag`` is one of its inputs, which RETURNN sets again when the written op runs.
 """
 
