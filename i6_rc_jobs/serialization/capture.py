@@ -95,9 +95,9 @@ def math_key(ref: DimRef) -> tuple:
 
 def _sources(dim: Dim) -> list[Dim]:
     """The dims whose DimRefs ``DimCapture._make`` needs for ``dim``."""
-    if dim is batch_dim or dim.is_batch_dim():
-        return []
     base = dim.get_same_base()
+    if dim is batch_dim or (dim.is_batch_dim() and base.is_batch_dim()):
+        return []
     if base is not dim:
         return [base]
     op = dim.derived_from_op
@@ -241,9 +241,11 @@ class DimCapture:
         return self._marked[key]
 
     def _make(self, dim: Dim) -> DimRef:
-        if dim is batch_dim or dim.is_batch_dim():  # RETURNN treats every batch-kind dim as equal to the global one
-            return BATCH_DIM if not dim.match_priority else self._copy(BATCH_DIM, "batch", dim.match_priority)
         base = dim.get_same_base()
+        # RETURNN treats every batch-kind dim as equal to the global one; a batch-kind copy of another dim also
+        # equals its base (is_equal compares the bases first), which the global does not: it is a copy.
+        if dim is batch_dim or (dim.is_batch_dim() and base.is_batch_dim()):
+            return BATCH_DIM if not dim.match_priority else self._copy(BATCH_DIM, "batch", dim.match_priority)
         if base is single_step_dim:
             return SINGLE_STEP_DIM
         kind = dim.kind.name if dim.kind is not None else None
@@ -252,6 +254,13 @@ class DimCapture:
         if base is not dim:
             if undefined or bounded_by is not None:
                 raise SerializationError(f"{describe(dim)}: a same_as copy with its own undefined or bounded_by")
+            if (
+                dim.dimension != base.dimension
+            ):  # RETURNN reads the copy's (a layer's out_dim): written, it is the base's
+                raise SerializationError(
+                    f"{describe(dim)}: a same_as copy of size {dim.dimension} of a dim of size {base.dimension} has no "
+                    f"code form (a written copy has its base's size): give it its base's size, or make it a dim of its own"
+                )
             base_ref = self.ref(base)
             # Its own description, which axis strings find it by (as its base's): RETURNN's copies have the base's.
             own = dim.description if dim.description and dim.description != base.description else None
