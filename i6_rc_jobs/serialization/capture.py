@@ -3,7 +3,9 @@
 Identity rule: one Dim object is one DimRef. RETURNN also makes equal-but-distinct dims (``same_as`` copies, which
 every Transformer has): such a copy becomes its base's DimRef when it differs from the base in nothing RETURNN acts
 on, and otherwise ``base.copy(kind=..., match_priority=..., description=...)``, which RETURNN again treats as equal
-to the base; copies of one base with one kind, match_priority and description are one DimRef. A copy's own
+to the base; copies of one base with one kind, match_priority and description are one DimRef. A batch-kind copy of
+another dim is such a copy, not the batch dim (RETURNN finds it equal to its base); a copy of another size than its
+base, which RETURNN reads (a tensor's shape) but a written copy cannot carry, is refused. A copy's own
 description counts: axis strings (``"stag:frames"``) find a copy by it as by its base's. Derived dims that RETURNN's
 dim math makes one object (:func:`math_key`) are one DimRef. Dims that are equal without ``same_as`` (two
 auto-generated dims of one description) stay two variables; both are written with ``auto_generated=True``, so RETURNN
