@@ -28,6 +28,7 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
 import argparse  # noqa: E402
 import contextlib  # noqa: E402
 import copy  # noqa: E402
+import functools  # noqa: E402
 import io  # noqa: E402
 import multiprocessing  # noqa: E402
 import pathlib  # noqa: E402
@@ -41,6 +42,7 @@ from typing import Any, Callable, Iterator, Optional  # noqa: E402
 from returnn.tensor import Dim, batch_dim  # noqa: E402
 
 Net = dict[str, Any]
+Generator = Callable[["NetGen"], Optional[str]]
 
 # Dims: one pool for every net of a process (the written configs get fresh dims when RETURNN loads them).
 TIME = Dim(None, name="time", kind=Dim.Types.Spatial)
@@ -156,10 +158,23 @@ def seq_float(info: Info) -> bool:
     return info.batch and info.dtype == "float32" and len(info.dims) == 2 and info.feature is not None
 
 
-def g_linear(g: NetGen) -> Optional[str]:
-    src = g.pick(seq_float)
-    if src is None:
-        return None
+def picks(pred: Callable[[Info], bool]) -> Callable[[Callable[[NetGen, str], Optional[str]]], Generator]:
+    """A generator of a layer that reads one earlier layer whose output fits ``pred`` (picked as :meth:`NetGen.pick`
+    does): it is called with that layer's name, and adds nothing (None) if no layer fits."""
+
+    def decorate(fn: Callable[[NetGen, str], Optional[str]]) -> Generator:
+        @functools.wraps(fn)
+        def generate(g: NetGen) -> Optional[str]:
+            src = g.pick(pred)
+            return None if src is None else fn(g, src)
+
+        return generate
+
+    return decorate
+
+
+@picks(seq_float)
+def g_linear(g: NetGen, src: str) -> Optional[str]:
     out = g.feature()
     desc: dict[str, Any] = {"class": "linear", "from": src, "out_dim": out}
     r = g.rng
@@ -203,17 +218,13 @@ def _first(sources: Any) -> Any:
     return sources if type(sources) is str else sources[0]
 
 
-def g_activation(g: NetGen) -> Optional[str]:
-    src = g.pick(lambda i: i.dtype == "float32")
-    if src is None:
-        return None
+@picks(lambda i: i.dtype == "float32")
+def g_activation(g: NetGen, src: str) -> Optional[str]:
     return g.add("act", {"class": "activation", "from": src, "activation": g.rng.choice(ACTIVATIONS)}, g.infos[src])
 
 
-def g_combine(g: NetGen) -> Optional[str]:
-    a = g.pick(lambda i: i.dtype == "float32" and i.batch)
-    if a is None:
-        return None
+@picks(lambda i: i.dtype == "float32" and i.batch)
+def g_combine(g: NetGen, a: str) -> Optional[str]:
     info = g.infos[a]
     b = g.pick(lambda i: i.dtype == "float32" and (i == info or (not i.batch and set(i.dims) <= set(info.dims))), False)
     kind = g.rng.choice(COMBINE_KINDS)
@@ -231,10 +242,8 @@ EVAL_CODES = (
 )
 
 
-def g_eval(g: NetGen) -> Optional[str]:
-    a = g.pick(lambda i: i.dtype == "float32" and i.batch)
-    if a is None:
-        return None
+@picks(lambda i: i.dtype == "float32" and i.batch)
+def g_eval(g: NetGen, a: str) -> Optional[str]:
     r = g.rng
     if r.random() < 0.3:
         b = g.pick(lambda i: i == g.infos[a], False)
@@ -243,26 +252,22 @@ def g_eval(g: NetGen) -> Optional[str]:
     return g.add("ev", {"class": "eval", "from": a, "eval": r.choice(EVAL_CODES)}, g.infos[a])
 
 
-def g_eval_named(g: NetGen) -> Optional[str]:
+@picks(lambda i: i.dtype == "float32" and i.batch)
+def g_eval_named(g: NetGen, a: str) -> Optional[str]:
     """Eval code that names a layer (RETURNN reads the name; the layer is built first, as a source)."""
-    a = g.pick(lambda i: i.dtype == "float32" and i.batch)
-    if a is None:
-        return None
     other = g.pick(lambda i: i == g.infos[a], False)
     # RETURNN wants every source used, and the named layer built before: it is the second source
     code = f"source(0) + source(1) * self.network.get_layer({other!r}).output.placeholder"
     return g.add("ev", {"class": "eval", "from": [a, other], "eval": code}, g.infos[a])
 
 
-def g_copy(g: NetGen) -> Optional[str]:
-    src = g.pick(lambda i: True)
+@picks(lambda i: True)
+def g_copy(g: NetGen, src: str) -> Optional[str]:
     return g.add("cp", {"class": "copy", "from": src}, g.infos[src])
 
 
-def g_dropout(g: NetGen) -> Optional[str]:
-    src = g.pick(frames)
-    if src is None:
-        return None
+@picks(frames)
+def g_dropout(g: NetGen, src: str) -> Optional[str]:
     desc = {"class": "dropout", "from": src, "dropout": g.rng.choice((0.1, 0.2, 0.5))}
     if g.rng.random() < 0.3:
         desc["dropout_noise_shape"] = {"*": None, "T": 1}
@@ -285,11 +290,9 @@ def g_constant(g: NetGen) -> Optional[str]:
     )
 
 
-def g_random(g: NetGen) -> Optional[str]:
+@picks(frames)
+def g_random(g: NetGen, user: str) -> Optional[str]:
     r = g.rng
-    user = g.pick(frames)
-    if user is None:
-        return None
     feat = g.infos[user].feature
     # An explicit seed: without one, RETURNN draws it in the order it constructs layers, which no hash models.
     desc: dict[str, Any] = {"class": "random", "distribution": r.choice(("uniform", "normal")), "seed": r.randrange(99)}
@@ -307,11 +310,9 @@ def g_random(g: NetGen) -> Optional[str]:
     return g.add("comb", {"class": "combine", "kind": "add", "from": [user, noise]}, g.infos[user])
 
 
-def g_variable(g: NetGen) -> Optional[str]:
+@picks(frames)
+def g_variable(g: NetGen, user: str) -> Optional[str]:
     r = g.rng
-    user = g.pick(frames)
-    if user is None:
-        return None
     feat = g.infos[user].feature
     desc: dict[str, Any] = {"class": "variable", "shape": [feat], "init": r.choice((0.0, 1.0, "glorot_uniform"))}
     if r.random() < 0.5:
@@ -322,10 +323,8 @@ def g_variable(g: NetGen) -> Optional[str]:
     return g.add("comb", {"class": "combine", "kind": r.choice(("add", "mul")), "from": [user, var]}, g.infos[user])
 
 
-def g_reduce(g: NetGen) -> Optional[str]:
-    src = g.pick(frames)
-    if src is None:
-        return None
+@picks(frames)
+def g_reduce(g: NetGen, src: str) -> Optional[str]:
     info = g.infos[src]
     axis = g.rng.choice(info.dims)
     dims = tuple(d for d in info.dims if d is not axis)
@@ -334,10 +333,8 @@ def g_reduce(g: NetGen) -> Optional[str]:
     return g.add("red", desc, Info(dims))
 
 
-def g_softmax(g: NetGen) -> Optional[str]:
-    src = g.pick(frames)
-    if src is None:
-        return None
+@picks(frames)
+def g_softmax(g: NetGen, src: str) -> Optional[str]:
     r = g.rng
     out = CLASSES if r.random() < 0.6 else g.feature()
     desc: dict[str, Any] = {"class": "softmax", "from": src, "out_dim": out}
@@ -350,17 +347,13 @@ def g_softmax(g: NetGen) -> Optional[str]:
     return g.add("sm", desc, Info((TIME, out)))
 
 
-def g_layer_norm(g: NetGen) -> Optional[str]:
-    src = g.pick(seq_float)
-    if src is None:
-        return None
+@picks(seq_float)
+def g_layer_norm(g: NetGen, src: str) -> Optional[str]:
     return g.add("ln", {"class": "layer_norm", "from": src}, g.infos[src])
 
 
-def g_batch_norm(g: NetGen) -> Optional[str]:
-    src = g.pick(frames)
-    if src is None:
-        return None
+@picks(frames)
+def g_batch_norm(g: NetGen, src: str) -> Optional[str]:
     desc = {
         "class": "batch_norm",
         "from": src,
@@ -376,11 +369,9 @@ def g_batch_norm(g: NetGen) -> Optional[str]:
     return g.add("bn", desc, g.infos[src])
 
 
-def g_loop(g: NetGen) -> Optional[str]:
+@picks(frames)
+def g_loop(g: NetGen, src: str) -> Optional[str]:
     """A rec layer with a dict unit over time, with prev: references."""
-    src = g.pick(frames)
-    if src is None:
-        return None
     r = g.rng
     feat = g.infos[src].feature
     template = r.randrange(7)
@@ -452,11 +443,9 @@ def g_loop(g: NetGen) -> Optional[str]:
     return loop
 
 
-def g_rnn(g: NetGen) -> Optional[str]:
+@picks(frames)
+def g_rnn(g: NetGen, src: str) -> Optional[str]:
     """A rec layer with a string unit."""
-    src = g.pick(frames)
-    if src is None:
-        return None
     r = g.rng
     out = g.feature()
     desc: dict[str, Any] = {"class": "rec", "unit": r.choice(("standardlstm", "gru")), "from": src, "out_dim": out}
@@ -467,9 +456,9 @@ def g_rnn(g: NetGen) -> Optional[str]:
     return g.add("rnn", desc, Info((TIME, out)))
 
 
-def g_subnetwork(g: NetGen) -> Optional[str]:
-    src = g.pick(frames)
-    if src is None or g.depth >= 2:
+@picks(frames)
+def g_subnetwork(g: NetGen, src: str) -> Optional[str]:
+    if g.depth >= 2:
         return None
     r = g.rng
     sub = NetGen(r, g.counter, g.spatial, g.depth + 1)
@@ -491,10 +480,8 @@ def g_subnetwork(g: NetGen) -> Optional[str]:
     return g.add("sub", desc, sub.infos[last])
 
 
-def g_conv(g: NetGen) -> Optional[str]:
-    src = g.pick(frames)
-    if src is None:
-        return None
+@picks(frames)
+def g_conv(g: NetGen, src: str) -> Optional[str]:
     r = g.rng
     out = g.feature()
     spatial = g.infos[src].dims[0]
@@ -515,10 +502,10 @@ def g_conv(g: NetGen) -> Optional[str]:
     return g.add("conv", desc, Info((spatial, out)))
 
 
-def g_pool(g: NetGen) -> Optional[str]:
-    src = g.pick(frames)
+@picks(frames)
+def g_pool(g: NetGen, src: str) -> Optional[str]:
     new = HALF if g.rng.random() < 0.4 else g.fresh_spatial()
-    if src is None or new is None:
+    if new is None:
         return None
     desc = {
         "class": "pool",
@@ -546,10 +533,8 @@ def g_pool(g: NetGen) -> Optional[str]:
     return pooled
 
 
-def g_window(g: NetGen) -> Optional[str]:
-    src = g.pick(frames)
-    if src is None:
-        return None
+@picks(frames)
+def g_window(g: NetGen, src: str) -> Optional[str]:
     info = g.infos[src]
     win = g.add(
         "win",
@@ -559,18 +544,14 @@ def g_window(g: NetGen) -> Optional[str]:
     return g.add("red", {"class": "reduce", "mode": g.rng.choice(("max", "mean")), "axis": WINDOW, "from": win}, info)
 
 
-def g_cumsum(g: NetGen) -> Optional[str]:
-    src = g.pick(frames)
-    if src is None:
-        return None
+@picks(frames)
+def g_cumsum(g: NetGen, src: str) -> Optional[str]:
     axis = g.rng.choice((TIME, "T", "stag:time"))
     return g.add("cs", {"class": "cumsum", "from": src, "axis": axis}, g.infos[src])
 
 
-def g_concat(g: NetGen) -> Optional[str]:
-    a = g.pick(frames)
-    if a is None:
-        return None
+@picks(frames)
+def g_concat(g: NetGen, a: str) -> Optional[str]:
     fa = g.infos[a].feature
     options = [n for n, i in g.infos.items() if frames(i) and fa.dimension + i.feature.dimension in FEATURES]
     options = [n for n in options if g.infos[n].feature is not fa]
@@ -582,10 +563,8 @@ def g_concat(g: NetGen) -> Optional[str]:
     return g.add("cat", {"class": "concat", "from": [(a, fa), (b, fb)], "out_dim": out}, Info((TIME, out)))
 
 
-def g_slice(g: NetGen) -> Optional[str]:
-    src = g.pick(lambda i: frames(i) and i.feature.dimension > 2)
-    if src is None:
-        return None
+@picks(lambda i: frames(i) and i.feature.dimension > 2)
+def g_slice(g: NetGen, src: str) -> Optional[str]:
     feat = g.infos[src].feature
     sizes = [n for n in FEATURES if n < feat.dimension]
     if not sizes:
@@ -603,10 +582,8 @@ def g_slice(g: NetGen) -> Optional[str]:
     return g.add("sl", desc, Info((TIME, FEATURES[n])))
 
 
-def g_split(g: NetGen) -> Optional[str]:
-    src = g.pick(lambda i: frames(i) and i.feature is FEATURES[8])
-    if src is None:
-        return None
+@picks(lambda i: frames(i) and i.feature is FEATURES[8])
+def g_split(g: NetGen, src: str) -> Optional[str]:
     split = g.add(
         "split",
         {"class": "split", "from": src, "axis": FEATURES[8], "out_dims": [FEATURES[4], TWINS[4]]},
@@ -618,10 +595,8 @@ def g_split(g: NetGen) -> Optional[str]:
     return g.add("act", {"class": "activation", "activation": "relu", "from": f"{split}/{part}"}, Info((TIME, dim)))
 
 
-def g_split_merge(g: NetGen) -> Optional[str]:
-    src = g.pick(lambda i: frames(i) and i.feature is FEATURES[8])
-    if src is None:
-        return None
+@picks(lambda i: frames(i) and i.feature is FEATURES[8])
+def g_split_merge(g: NetGen, src: str) -> Optional[str]:
     split = g.add(
         "sd",
         {"class": "split_dims", "from": src, "axis": FEATURES[8], "dims": [FEATURES[2], FEATURES[4]]},
@@ -635,19 +610,15 @@ def g_split_merge(g: NetGen) -> Optional[str]:
     )
 
 
-def g_length(g: NetGen) -> Optional[str]:
-    src = g.pick(frames)
-    if src is None:
-        return None
+@picks(frames)
+def g_length(g: NetGen, src: str) -> Optional[str]:
     length = g.add("len", {"class": "length", "from": src, "axis": TIME}, Info((), dtype="int32"))
     cast = g.add("cast", {"class": "cast", "from": length, "dtype": "float32"}, Info(()))
     return g.add("comb", {"class": "combine", "kind": "mul", "from": [src, cast]}, g.infos[src])
 
 
-def g_range_in_axis(g: NetGen) -> Optional[str]:
-    src = g.pick(frames)
-    if src is None:
-        return None
+@picks(frames)
+def g_range_in_axis(g: NetGen, src: str) -> Optional[str]:
     rng_layer = g.add(
         "rng", {"class": "range_in_axis", "from": src, "axis": TIME}, Info((TIME,), batch=False, dtype="int32")
     )
@@ -655,10 +626,8 @@ def g_range_in_axis(g: NetGen) -> Optional[str]:
     return g.add("comb", {"class": "combine", "kind": "add", "from": [src, cast]}, g.infos[src])
 
 
-def g_switch(g: NetGen) -> Optional[str]:
-    a = g.pick(frames)
-    if a is None:
-        return None
+@picks(frames)
+def g_switch(g: NetGen, a: str) -> Optional[str]:
     b = g.pick(lambda i: i == g.infos[a], False)
     zero = g.add("const", {"class": "constant", "value": 0.0}, Info((), batch=False))
     cmp = g.add(
@@ -669,10 +638,8 @@ def g_switch(g: NetGen) -> Optional[str]:
     return g.add("sw", {"class": "switch", "condition": cmp, "true_from": a, "false_from": b}, g.infos[a])
 
 
-def g_dot(g: NetGen) -> Optional[str]:
-    src = g.pick(frames)
-    if src is None:
-        return None
+@picks(frames)
+def g_dot(g: NetGen, src: str) -> Optional[str]:
     feat, out = g.infos[src].feature, g.feature()
     if out is feat:
         return None
@@ -694,10 +661,8 @@ def g_gather(g: NetGen) -> Optional[str]:
     )
 
 
-def g_sparse_ce(g: NetGen) -> Optional[str]:
-    src = g.pick(lambda i: frames(i) and i.feature is CLASSES)
-    if src is None:
-        return None
+@picks(lambda i: frames(i) and i.feature is CLASSES)
+def g_sparse_ce(g: NetGen, src: str) -> Optional[str]:
     desc = {
         "class": "sparse_softmax_cross_entropy_with_logits",
         "logits": src,
@@ -707,24 +672,18 @@ def g_sparse_ce(g: NetGen) -> Optional[str]:
     return g.add("xent", desc, Info((TIME,)))
 
 
-def g_softmax_over_spatial(g: NetGen) -> Optional[str]:
-    src = g.pick(frames)
-    if src is None:
-        return None
+@picks(frames)
+def g_softmax_over_spatial(g: NetGen, src: str) -> Optional[str]:
     return g.add("sos", {"class": "softmax_over_spatial", "from": src, "axis": TIME}, g.infos[src])
 
 
-def g_scaled_grad(g: NetGen) -> Optional[str]:
-    src = g.pick(frames)
-    if src is None:
-        return None
+@picks(frames)
+def g_scaled_grad(g: NetGen, src: str) -> Optional[str]:
     return g.add("sg", {"class": "scaled_grad", "from": src, "scale": g.rng.choice((-1.0, 0.5))}, g.infos[src])
 
 
-def g_pad(g: NetGen) -> Optional[str]:
-    src = g.pick(lambda i: frames(i) and i.feature.dimension in (2, 4))
-    if src is None:
-        return None
+@picks(lambda i: frames(i) and i.feature.dimension in (2, 4))
+def g_pad(g: NetGen, src: str) -> Optional[str]:
     feat = g.infos[src].feature
     out = FEATURES[feat.dimension + 2]
     desc = {
@@ -738,10 +697,8 @@ def g_pad(g: NetGen) -> Optional[str]:
     return g.add("pad", desc, Info((TIME, out)))
 
 
-def g_mse_loss(g: NetGen) -> Optional[str]:
-    a = g.pick(frames)
-    if a is None:
-        return None
+@picks(frames)
+def g_mse_loss(g: NetGen, a: str) -> Optional[str]:
     b = g.pick(lambda i: i == g.infos[a], False)
     if b == a:
         return None
@@ -751,10 +708,8 @@ def g_mse_loss(g: NetGen) -> Optional[str]:
     return g.add("mse", desc, g.infos[a])
 
 
-def g_as_is_loss(g: NetGen) -> Optional[str]:
-    src = g.pick(lambda i: i.batch and i.dtype == "float32" and len(i.dims) == 1)
-    if src is None:
-        return None
+@picks(lambda i: i.batch and i.dtype == "float32" and len(i.dims) == 1)
+def g_as_is_loss(g: NetGen, src: str) -> Optional[str]:
     return g.add("asis", {"class": "copy", "from": src, "loss": "as_is"}, g.infos[src])
 
 
@@ -1488,8 +1443,11 @@ def _quiet():
 
 
 def loaded_form(code: str, net: Any, staged: bool) -> Any:
-    """The dicts the written config loads as: extern_data and each network (by stage), dims replaced by
-    (number by first occurrence, kind, size, derivation), their descriptions left out unless auto-generated."""
+    """The dicts the written config loads as: extern_data and each network (by stage), each dim replaced by what
+    RETURNN compares and reads of it: the number of its ``same_as`` base by first occurrence (RETURNN's ``Dim``
+    equality compares the bases, so a copy and its base are one dim to it; distinct objects that no equality joins
+    stay distinct), and its own kind, size, match_priority, flags and derivation; descriptions left out unless
+    auto-generated (cosmetic otherwise: the judge's builds check the axis strings that read them)."""
     from i6_rc_jobs.semantics import load_config
 
     config = load_config(code)
@@ -1503,9 +1461,8 @@ def loaded_form(code: str, net: Any, staged: bool) -> Any:
     def dim_form(d: Dim) -> Any:
         if d.is_batch_dim():
             return ("batch",)
-        key = id(d)
-        first = key not in numbers
-        if first:
+        key = id(d.get_same_base())
+        if key not in numbers:
             numbers[key] = len(numbers)
         derived = d.derived_from_op
         return (
@@ -1515,6 +1472,7 @@ def loaded_form(code: str, net: Any, staged: bool) -> Any:
             d.dimension,
             d.match_priority,
             d.description if d.auto_generated else None,
+            (d.special, d.undefined, d.capacity),
             None if derived is None else (derived.kind, tuple(dim_form(i) for i in derived.inputs)),
         )
 

@@ -12,6 +12,8 @@ from returnn.tensor._dim_extra import Op
 
 from i6_rc_jobs import ReturnnCommonSerializer, SerializationError
 from i6_rc_jobs.hashing.sis_hash import canonical_form
+from i6_rc_jobs.returnn_check import network_in_new_graph
+from i6_rc_jobs.semantics import load_config
 from i6_rc_jobs.serialization.refs import DimRef
 
 
@@ -75,6 +77,76 @@ def test_dyn_size_ext_is_returnn_s_run_time_state_and_neither_written_nor_hashed
     time.dyn_size_ext = Tensor("sizes", dims=[batch_dim], dtype="int32", raw_tensor=sizes)
     assert _hash({"a": {"t": time}}) == _hash({"a": {"t": plain}})
     assert load(ReturnnCommonSerializer(network={"a": {"t": time}}).get())["time_dim"].dyn_size_ext is None
+
+
+def _build(config_code: str, extern_data: dict, network: dict):
+    """The network RETURNN builds of these dicts, with the config of ``config_code``: a context manager."""
+    config = load_config(config_code)
+    config.typed_dict["extern_data"] = extern_data
+    return network_in_new_graph(config, network, train_flag=False)
+
+
+def test_sizes_a_layer_makes_over_other_dims_than_the_batch_are_made_again_by_the_written_config():
+    """range_from_length of a [batch, time] input makes its dim's sizes over [batch, time] (as SpecAugment and top_k
+    loops do): the written dim, plain, gets them again from the layer, over the written dims, and hashes as without
+    them."""
+    time, classes = _time(), Dim(5, description="classes", kind=Dim.Types.Feature)
+    new = Dim(None, description="new", kind=Dim.Types.Spatial)
+    extern_data = {"lens": {"dim_tags": [batch_dim, time], "sparse_dim": classes, "dtype": "int32"}}
+    network = {"output": {"class": "range_from_length", "from": "data:lens", "out_spatial_dim": new}}
+    with _build(ReturnnCommonSerializer(extern_data=extern_data, network=network).get(), extern_data, network):
+        assert [d.get_same_base() for d in new.get_same_base().dyn_size_ext.dims] == [batch_dim, time]
+    after = ReturnnCommonSerializer(extern_data=extern_data, network=network)
+    code, digest = after.get(), after._sis_hash()
+    for dim in (new, new.get_same_base(), time):
+        dim.dyn_size_ext = None
+    without = ReturnnCommonSerializer(extern_data=extern_data, network=network)
+    assert (without.get(), without._sis_hash()) == (code, digest)
+    loaded = load(code)
+    with _build(after.get(), loaded["extern_data"], loaded["network"]):
+        sizes = loaded["network"]["output"]["out_spatial_dim"].get_same_base().dyn_size_ext
+        assert [d.get_same_base() for d in sizes.dims] == [batch_dim, loaded["time_dim"]]
+
+
+EXTERN_SIZES = {"[batch, time]": ("batch_time", "int32"), "[]": ("scalar", "int32"), "int64": ("batch", "int64")}
+
+
+def _extern_data(template: tuple[str, str] | None) -> dict:
+    time, frames = _time(), Dim(None, description="frames", kind=Dim.Types.Spatial)
+    if template is not None:
+        over = {"batch_time": [batch_dim, time], "scalar": [], "batch": [batch_dim]}[template[0]]
+        frames.dyn_size_ext = Tensor("frames_sizes", dims=over, dtype=template[1])
+    feat = Dim(5, description="feature", kind=Dim.Types.Feature)
+    return {"data": {"dim_tags": [batch_dim, time, feat]}, "x": {"dim_tags": [batch_dim, frames, feat]}}
+
+
+def _size_placeholders(extern_data: dict) -> list[tuple]:
+    """The shapes and dtypes of the size placeholders RETURNN makes for ``extern_data``."""
+    import tensorflow as tf
+    from returnn.tf.network import ExternData
+
+    with tf.Graph().as_default():
+        data = ExternData(extern_data)
+        data.init_batch_info()
+        sizes = [dim.dyn_size_ext.placeholder for key in sorted(data.data) for dim in data.data[key].dims[1:2]]
+        return [(tuple(x.shape.as_list()), x.dtype.name) for x in sizes]
+
+
+@pytest.mark.parametrize("template", sorted(EXTERN_SIZES))
+def test_extern_data_dim_with_sizes_that_returnn_would_not_make_for_the_written_dim_is_refused(template):
+    """In extern data nothing makes the sizes again: RETURNN feeds sizes shaped (and typed) as the dim's template,
+    and for the written dim (no template) per sequence, int32. Such a dim is refused with its path."""
+    extern_data = _extern_data(EXTERN_SIZES[template])
+    assert _size_placeholders(extern_data) != _size_placeholders(_extern_data(None))
+    with pytest.raises(SerializationError, match=r"^extern_data\['x'\]\['dim_tags'\]\[1\]: .*give extern data dims"):
+        ReturnnCommonSerializer(extern_data=extern_data)
+
+
+def test_extern_data_dim_with_sizes_per_sequence_loads_as_it_was_and_hashes_as_a_plain_dim():
+    extern_data = _extern_data(("batch", "int32"))
+    serializer = ReturnnCommonSerializer(extern_data=extern_data)
+    assert serializer._sis_hash() == ReturnnCommonSerializer(extern_data=_extern_data(None))._sis_hash()
+    assert _size_placeholders(load(serializer.get())["extern_data"]) == _size_placeholders(extern_data)
 
 
 # (8) A derived dim's size and kind follow from its op and inputs, as in RETURNN.

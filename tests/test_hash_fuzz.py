@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import io
 
+from returnn.tensor import Dim
+
 from bench import hash_fuzz
 
 
@@ -55,3 +57,22 @@ def test_the_judge_sees_what_only_training_shows():
         lines = judge.differences(built, judge.build(other_code, other, False), False, False)
         assert any(says in line for line in lines), (options, lines)
         assert all(line.startswith("training: ") for line in lines), lines
+
+
+def test_the_dict_property_compares_loaded_dims_as_returnn_does():
+    """A same_as copy that differs from its base in nothing RETURNN reads is the base (Dim equality goes to the
+    base); one of another match_priority or kind, or another dim of the same size and kind, is another dim."""
+    from bench.hash_fuzz import FEATURES, TWINS, loaded_form, serializer
+
+    def form(out_dim) -> tuple:
+        net = {
+            "a": {"class": "linear", "from": "data", "out_dim": FEATURES[4]},
+            "output": {"class": "copy", "from": "a"},
+        }
+        net["b"] = {"class": "linear", "from": "data", "out_dim": out_dim}
+        return loaded_form(serializer(net, "dict", False).get(), net, False)
+
+    base = FEATURES[4]
+    assert form(base.copy(description="f4 copy")) == form(base)
+    for other in (base.copy(match_priority=1), base.copy(kind=Dim.Types.Spatial), TWINS[4]):
+        assert form(other) != form(base), other

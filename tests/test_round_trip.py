@@ -171,6 +171,50 @@ def test_a_copys_own_description_is_written_and_found_by_axis_strings_and_hashed
     assert load(_code(derived))["network"]["x"]["frames"].description == "frames+1"
 
 
+COPY_VARIANTS = {
+    "kind": lambda base: base.copy(kind=Dim.Types.Spatial),
+    "match_priority": lambda base: base.copy(match_priority=1),
+    "batch kind": lambda base: base.copy(kind=Dim.Types.Batch),
+}
+
+
+def _reads(dim: Dim) -> tuple:
+    """What RETURNN reads of a dim beside its base: its own kind (which axis is the batch, the feature, a spatial
+    one), match_priority (which of equal dims an axis is), size."""
+    return dim.kind, dim.is_batch_dim(), dim.match_priority, dim.dimension
+
+
+@pytest.mark.parametrize("variant", sorted(COPY_VARIANTS))
+def test_a_copy_that_differs_from_its_base_in_what_returnn_reads_loads_as_it_and_hashes_apart(variant):
+    base = _feature()
+    copy = COPY_VARIANTS[variant](base)
+    assert copy == base and _reads(copy) != _reads(base)
+    loaded = load(_code({"x": {"c": copy, "b": base}}))["network"]["x"]
+    assert loaded["c"].get_same_base() is loaded["b"] and _reads(loaded["c"]) == _reads(copy)
+    assert _hash({"x": {"c": copy, "b": base}}) != _hash({"x": {"c": base, "b": base}})
+
+
+def test_a_batch_kind_copy_of_another_dim_is_that_dim_s_copy_not_the_batch_dim():
+    """RETURNN finds it equal to its base (it compares the bases first), which batch_dim is not."""
+    base = _feature()
+    copy = base.copy(kind=Dim.Types.Batch)
+    loaded = load(_code({"x": {"c": copy, "b": base}}))["network"]["x"]
+    assert loaded["c"] is not batch_dim and loaded["c"] == loaded["b"] and not batch_dim.is_equal(loaded["b"])
+    assert _hash({"x": {"c": copy, "b": base}}) != _hash({"x": {"c": batch_dim, "b": base}})
+
+
+def test_a_copy_of_another_size_than_its_base_is_refused():
+    """RETURNN takes a tensor's shape from the copy's own size; a written copy has its base's."""
+    base = _feature()
+    copy = Dim(7, description="feature", kind=Dim.Types.Feature)
+    copy.same_as = base
+    assert copy == base and Tensor("x", dims=[batch_dim, copy], dtype="float32").batch_shape == (None, 7)
+    with pytest.raises(
+        SerializationError, match=r"^network\['x'\]\['c'\]: .*a same_as copy of size 7 of a dim of size 5"
+    ):
+        ReturnnCommonSerializer(network={"x": {"c": copy}})
+
+
 def _by_hand(op: str, inputs: list) -> Dim:
     """A derived dim made as RETURNN's dim math makes one, but outside it: as after unpickling, or by a tool."""
     return Dim(None, description="made", derived_from_op=Op(op, inputs), kind=Dim.Types.Spatial)

@@ -3,7 +3,9 @@
 Identity rule: one Dim object is one DimRef. RETURNN also makes equal-but-distinct dims (``same_as`` copies, which
 every Transformer has): such a copy becomes its base's DimRef when it differs from the base in nothing RETURNN acts
 on, and otherwise ``base.copy(kind=..., match_priority=..., description=...)``, which RETURNN again treats as equal
-to the base; copies of one base with one kind, match_priority and description are one DimRef. A copy's own
+to the base; copies of one base with one kind, match_priority and description are one DimRef. A batch-kind copy of
+another dim is such a copy, not the batch dim (RETURNN finds it equal to its base); a copy of another size than its
+base, which RETURNN reads (a tensor's shape) but a written copy cannot carry, is refused. A copy's own
 description counts: axis strings (``"stag:frames"``) find a copy by it as by its base's. Derived dims that RETURNN's
 dim math makes one object (:func:`math_key`) are one DimRef. Dims that are equal without ``same_as`` (two
 auto-generated dims of one description) stay two variables; both are written with ``auto_generated=True``, so RETURNN
@@ -17,8 +19,9 @@ What a Dim carries besides: ``undefined``, ``bounded_by`` and ``derived_from_tag
 equality, ``undefined`` and capacity follow them); a static ``capacity`` other than the size, too. ``dyn_size_ext``
 of [batch] is RETURNN's run-time state, never configuration, and is dropped: a template is what RETURNN makes for
 every dynamic dim it meets in a Tensor, sizes (a raw tensor) are one batch's (returnn_common's tests serialize dims
-after a run); RETURNN makes both again for the written dim when it builds the net. Sizes over other dims (a
-template of [batch, time]: a length per frame) are what RETURNN would not make again: such a dim is refused. A
+after a run); RETURNN makes both again for the written dim when it builds the net. Sizes over other dims (``[]``,
+``[batch, time]``: a length per frame) are set again by the layer that makes the dim (``top_k``,
+``range_from_length``); in extern data nothing would, and :mod:`.data_sizes` refuses such a dim there. A
 derived dim's ``derived_from_tag`` is one of its inputs, which RETURNN sets again when the written op runs.
 """
 
@@ -94,9 +97,9 @@ def math_key(ref: DimRef) -> tuple:
 
 def _sources(dim: Dim) -> list[Dim]:
     """The dims whose DimRefs ``DimCapture._make`` needs for ``dim``."""
-    if dim is batch_dim or dim.is_batch_dim():
-        return []
     base = dim.get_same_base()
+    if dim is batch_dim or (dim.is_batch_dim() and base.is_batch_dim()):
+        return []
     if base is not dim:
         return [base]
     op = dim.derived_from_op
@@ -240,9 +243,11 @@ class DimCapture:
         return self._marked[key]
 
     def _make(self, dim: Dim) -> DimRef:
-        if dim is batch_dim or dim.is_batch_dim():  # RETURNN treats every batch-kind dim as equal to the global one
-            return BATCH_DIM if not dim.match_priority else self._copy(BATCH_DIM, "batch", dim.match_priority)
         base = dim.get_same_base()
+        # RETURNN treats every batch-kind dim as equal to the global one; a batch-kind copy of another dim also
+        # equals its base (is_equal compares the bases first), which the global does not: it is a copy.
+        if dim is batch_dim or (dim.is_batch_dim() and base.is_batch_dim()):
+            return BATCH_DIM if not dim.match_priority else self._copy(BATCH_DIM, "batch", dim.match_priority)
         if base is single_step_dim:
             return SINGLE_STEP_DIM
         kind = dim.kind.name if dim.kind is not None else None
@@ -251,6 +256,13 @@ class DimCapture:
         if base is not dim:
             if undefined or bounded_by is not None:
                 raise SerializationError(f"{describe(dim)}: a same_as copy with its own undefined or bounded_by")
+            if (
+                dim.dimension != base.dimension
+            ):  # RETURNN reads the copy's (a layer's out_dim): written, it is the base's
+                raise SerializationError(
+                    f"{describe(dim)}: a same_as copy of size {dim.dimension} of a dim of size {base.dimension} has no "
+                    f"code form (a written copy has its base's size): give it its base's size, or make it a dim of its own"
+                )
             base_ref = self.ref(base)
             # Its own description, which axis strings find it by (as its base's): RETURNN's copies have the base's.
             own = dim.description if dim.description and dim.description != base.description else None

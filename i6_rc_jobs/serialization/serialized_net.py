@@ -104,6 +104,7 @@ class SerializedNet(DelayedBase):
         """
         from .capture import DimCapture
         from .convert import convert
+        from .data_sizes import check_data_sizes
 
         _check_parts({"extern_data": extern_data, "network": network, "staged_networks": staged_networks})
         unknown = set(unhashed) - set(PARTS)
@@ -119,6 +120,8 @@ class SerializedNet(DelayedBase):
         #: The RETURNN behavior_version the dicts need (returnn_common's ``nn.min_returnn_behavior_version`` for a
         #: serializer made by ``from_returnn_common``), checked against the config's; not hashed.
         self.min_behavior_version: Optional[int] = None
+        if extern_data is not None:
+            check_data_sizes(extern_data)
         capture = DimCapture()
         self._data: dict[str, Any] = {
             "extern_data": None if extern_data is None else convert(extern_data, capture, "extern_data"),
