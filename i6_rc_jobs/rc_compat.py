@@ -45,10 +45,13 @@ from __future__ import annotations
 import functools
 import importlib
 import inspect
+import os
+import sys
+import traceback
 import types
 from typing import Any, Optional
 
-__all__ = ["apply", "missing"]
+__all__ = ["apply", "missing", "not_applied", "failure_hint"]
 
 _APPLIED = "_i6_rc_jobs_rc_compat_applied"
 
@@ -95,6 +98,23 @@ def not_applied(nn: types.ModuleType) -> Optional[str]:
         f"{nn.__name__} was not made to build with this RETURNN ({'; '.join(needs)}): call "
         "nn = rc_compat.apply(nn) (from i6_rc_jobs import rc_compat) before building the model"
     )
+
+
+def failure_hint(trace: Optional[types.TracebackType]) -> Optional[str]:
+    """``hint: <the line of not_applied>`` for every returnn_common ``nn`` package that a failure's traceback passed
+    through and that needs :func:`apply` (a Conformer of such an ``nn`` fails deep inside it, with a
+    ReturnnConstructTemplateException about ``2*model//2``), or None: what ends the report of such a failure, in a
+    build (:mod:`i6_rc_jobs.builds.server`) and in the manager (:mod:`i6_rc_jobs.failure_hints`)."""
+    files = {os.path.abspath(frame.filename) for frame in traceback.extract_tb(trace)}
+    hints = []
+    for name, module in sorted(sys.modules.items()):
+        if name.rsplit(".", 1)[-1] != "nn" or "returnn_common" not in name or not getattr(module, "__file__", None):
+            continue
+        package = os.path.dirname(os.path.abspath(module.__file__)) + os.sep
+        said = not_applied(module) if any(f.startswith(package) for f in files) else None
+        if said:
+            hints.append(f"hint: {said}")
+    return "\n".join(hints) or None
 
 
 def _needs_identifier(control_flow_context: Any) -> bool:
