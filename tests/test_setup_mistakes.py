@@ -186,3 +186,60 @@ def test_a_config_without_behavior_version_is_refused_when_it_is_made():
     with pytest.raises(SerializationError, match=rf"^returnn_config.post_config\['behavior_version'\]: 12 is lower"):
         CheckedReturnnConfig({"use_tensorflow": True}, {"behavior_version": 12}, python_prolog=[serializer])
     CheckedReturnnConfig({"use_tensorflow": True, "behavior_version": needed}, python_prolog=[serializer])
+
+
+CONFORMER_IN_THE_CONFIG = """
+from returnn_common import nn
+from i6_rc_jobs import ReturnnCommonSerializer
+
+
+def main():
+    nn.reset_default_root_name_ctx()
+    time_dim, model_dim = nn.SpatialDim("time"), nn.FeatureDim("model", 8)
+    data = nn.get_extern_data(nn.Data("data", dim_tags=[nn.batch_dim, time_dim, model_dim]))
+    encoder = nn.ConformerEncoder(
+        model_dim, model_dim, num_layers=1, input_layer=None, ff_dim=nn.FeatureDim("ff", 16), num_heads=2,
+        conv_kernel_size=3,
+    )
+    {call}
+"""
+HINT = (
+    "hint: returnn_common.nn was not made to build with this RETURNN (nn.Loop and nn.Cond (RETURNN's "
+    "ControlFlowContext needs an identifier); nn.gating, the Conformer's GLU (RETURNN makes 2*model//2 a dim of its "
+    "own)): call nn = rc_compat.apply(nn) (from i6_rc_jobs import rc_compat) before building the model"
+)
+
+
+def test_a_conformer_built_in_the_config_without_rc_compat_ends_the_manager_in_the_fix(tmp_path):
+    """The Conformer fails deep inside returnn_common (``2*model//2``), in the manager loading the config: its
+    report ends in the line naming the fix, and the manager exits 1 (Sisyphus's own main returns 0 after it)."""
+    call = "encoder(data, in_spatial_dim=time_dim)"
+    proc = run_manager(make_setup(tmp_path / "conformer", CONFORMER_IN_THE_CONFIG.format(call=call)), timeout=300)
+    assert "2*model//2" in proc.stderr and "ReturnnConstructTemplateException" in proc.stderr, proc.stderr[-3000:]
+    assert proc.stderr.rstrip().splitlines()[-1] == HINT
+    assert proc.returncode == 1
+
+    # A config failing elsewhere: no hint, and still not exit status 0.
+    call = "raise ValueError('a mistake of the config')"
+    proc = run_manager(make_setup(tmp_path / "other", CONFORMER_IN_THE_CONFIG.format(call=call)), timeout=300)
+    assert proc.stderr.rstrip().splitlines()[-1] == "ValueError: a mistake of the config", proc.stderr[-3000:]
+    assert "rc_compat" not in proc.stderr and proc.returncode == 1
+
+
+def test_a_loop_without_rc_compat_in_a_script_ends_in_the_fix():
+    """nn.Loop without ``rc_compat.apply`` fails with RETURNN's TypeError about ``identifier``: outside Sisyphus as
+    well, Python's report of it ends in the fix, and the exit status is Python's (1)."""
+    script = """
+from returnn_common import nn
+import i6_rc_jobs
+
+time_dim, model_dim = nn.SpatialDim("time"), nn.FeatureDim("model", 4)
+data = nn.get_extern_data(nn.Data("data", dim_tags=[nn.batch_dim, time_dim, model_dim]))
+with nn.Loop(axis=time_dim) as loop:
+    loop.stack(loop.unstack(data)).mark_as_default_output()
+"""
+    env = {**os.environ, "CUDA_VISIBLE_DEVICES": "", "TF_CPP_MIN_LOG_LEVEL": "3", "PYTHONPATH": str(REPO)}
+    done = subprocess.run([sys.executable, "-c", script], cwd=REPO, capture_output=True, text=True, env=env)
+    last_two = done.stderr.rstrip().splitlines()[-2:]
+    assert "missing 1 required keyword-only argument: 'identifier'" in last_two[0], done.stderr[-3000:]
+    assert last_two[1] == HINT and done.returncode == 1
