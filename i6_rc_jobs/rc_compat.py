@@ -8,7 +8,8 @@ Call :func:`apply` once with the returnn_common ``nn`` package, before building:
 
     nn = rc_compat.apply(nn)  # the installed returnn_common, or a versioned import of it
 
-Nothing is patched on import. Fix 1 is made only with a RETURNN that needs it; fix 2 changes nothing where
+Nothing is patched on import (why the fixes are not made by themselves: ``docs/guide/versions.md``); a failure
+inside an ``nn`` that needs them ends in the line naming the call (:func:`failure_hint`). Fix 1 is made only with a RETURNN that needs it; fix 2 changes nothing where
 ``LayerState`` worked before; fix 4 is made only in versions that read ``Dim.generic``. Fixes 1, 2 and 4 change how
 returnn_common builds, not the net dicts it builds. Fix 3 changes the dims ``nn.gating`` splits into (the same size,
 derived by dividing on the left): for the ``2 * model`` of the Conformer that is ``model`` again, the net dict
