@@ -1,6 +1,6 @@
 """``python -m i6_rc_jobs same-model A B``: whether two RETURNN configs (e.g. the ``returnn.config`` of two
 CreateConfigJobs, before and after a returnn_common update) define the same model, judged by RETURNN itself: each
-network is built with TensorFlow, and their TF variables, initializers, outputs on one fixed input (variables set by
+network (each stage of staged networks) is built with TensorFlow, and their TF variables, initializers, outputs on one fixed input (variables set by
 their names) and reported losses (score keys and values) are compared. Prints ``same model`` or one line per
 difference; a config that cannot be read or built is said in one line, after what RETURNN printed (kept back
 otherwise). Needs RETURNN and TensorFlow: run it with the Python of your setup, from the setup directory (RETURNN is
@@ -52,7 +52,7 @@ def main(argv: list[str]) -> int:
         )
         return Exit.UNUSABLE
     from ..returnn_check import output_kept
-    from ..semantics import fingerprint
+    from ..semantics import differences, fingerprints
 
     prints = []
     try:
@@ -61,12 +61,12 @@ def main(argv: list[str]) -> int:
                 try:
                     with open(path) as file:
                         code = file.read()
-                    prints.append(fingerprint(code))
+                    prints.append(fingerprints(code))
                 except Exception as e:  # a file that is no config, a net RETURNN refuses: one line, which and why
                     raise _Unreadable(path, e) from e
     except _Unreadable as unreadable:
         print(f"same-model: {unreadable}", file=sys.stderr)
         return Exit.UNUSABLE
-    differences = prints[0].differences(prints[1], losses=not args.model_only)
-    print("\n".join(differences) if differences else "same model")
-    return Exit.DIFFERENT if differences else Exit.SAME
+    found = differences(prints[0], prints[1], losses=not args.model_only)
+    print("\n".join(found) if found else "same model")
+    return Exit.DIFFERENT if found else Exit.SAME
