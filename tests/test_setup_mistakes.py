@@ -7,7 +7,7 @@ import os
 import subprocess
 import sys
 
-from tests.support.sisyphus_setup import REPO, job_dirs, make_setup, run_manager
+from tests.support.sisyphus_setup import REPO, end_with_children, job_dirs, make_setup, run_manager
 
 
 def _manager_said(proc: subprocess.CompletedProcess) -> str:
@@ -243,3 +243,49 @@ with nn.Loop(axis=time_dim) as loop:
     last_two = done.stderr.rstrip().splitlines()[-2:]
     assert "missing 1 required keyword-only argument: 'identifier'" in last_two[0], done.stderr[-3000:]
     assert last_two[1] == HINT and done.returncode == 1
+
+
+LOCKER = """
+import sys, time
+from returnn.util.basic import LockFile
+
+LockFile(sys.argv[1]).lock()
+print("locked", flush=True)
+time.sleep(600)
+"""
+
+
+def test_a_lock_left_by_a_killed_compile_is_said_in_one_line_by_the_check(tmp_path):
+    """A RETURNN that was killed while it held its native-op lock (compiling NativeLstm2) leaves ``lock_file``, on
+    which every later RETURNN waits for an hour, saying nothing the check shows: the check names the lock to remove.
+    A lock that a live RETURNN holds is not named."""
+    from i6_rc_jobs import returnn_check
+    from i6_rc_jobs.serialization.config_file import write_config_file
+    from tests.support.training import task12ax_config
+
+    cache = tmp_path / "cache"
+    dead, live = cache / "returnn_tf_cache" / "ops" / "NativeLstm2" / "0123", cache / "returnn_native" / "Op" / "4567"
+    env = {**os.environ, "CUDA_VISIBLE_DEVICES": "", "TF_CPP_MIN_LOG_LEVEL": "3", "RETURNN_CACHE_DIR": str(cache)}
+    holders = [
+        subprocess.Popen([sys.executable, "-c", LOCKER, str(d)], stdout=subprocess.PIPE, text=True, env=env)
+        for d in (dead, live)
+    ]
+    try:
+        assert [holder.stdout.readline() for holder in holders] == ["locked\n"] * 2
+        holders[0].kill()
+        holders[0].wait()
+        for lock in (dead / "lock_file", live / "lock_file"):
+            os.utime(lock, (lock.stat().st_atime, lock.stat().st_mtime - 60))  # older than a lock being released
+        config = str(tmp_path / "returnn.config")
+        write_config_file(task12ax_config(), config)
+        check = subprocess.run(
+            [sys.executable, returnn_check.__file__, config], capture_output=True, text=True, env=env
+        )
+    finally:
+        for holder in holders:
+            end_with_children(holder.pid)
+    assert check.returncode == 0, check.stderr[-3000:]
+    assert check.stderr == (
+        f"warning: {dead / 'lock_file'}: a RETURNN lock that no process on this machine holds (a native-op compile "
+        f"that was killed); RETURNN waits up to 1 h for it to age, so remove it: rm {dead / 'lock_file'}\n"
+    )

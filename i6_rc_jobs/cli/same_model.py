@@ -51,9 +51,10 @@ def main(argv: list[str]) -> int:
             file=sys.stderr,
         )
         return Exit.UNUSABLE
-    from ..returnn_check import output_kept
+    from ..returnn_check import output_kept, say_stale_locks
     from ..semantics import differences, fingerprints
 
+    say_stale_locks()
     prints = []
     try:
         with output_kept():  # RETURNN prints every layer it builds, and its DEPRECATION warnings: shown on failure
