@@ -15,7 +15,6 @@ import sys
 from .command import ExitStatus, command_parser
 from .setup_paths import importable
 
-#: The arguments of a typical use: ``--help`` and the reference show it, the tests parse it.
 EXAMPLE = "before/returnn.config after/returnn.config"
 
 
@@ -34,7 +33,7 @@ class Exit(ExitStatus):
 
 
 def parser() -> argparse.ArgumentParser:
-    parser = command_parser("same-model", __doc__.split(":", 1)[1].strip(), Exit, EXAMPLE)
+    parser = command_parser(__name__, Exit, EXAMPLE)
     parser.add_argument("configs", nargs=2, metavar="CONFIG", help="a RETURNN config file (config.py as written)")
     parser.add_argument(
         "--model-only", action="store_true", help="compare the model alone: parameters, initializers, output"
