@@ -188,19 +188,12 @@ def test_a_config_without_behavior_version_is_refused_when_it_is_made():
     CheckedReturnnConfig({"use_tensorflow": True, "behavior_version": needed}, python_prolog=[serializer])
 
 
-CONFORMER_IN_THE_CONFIG = """
-from returnn_common import nn
+CONFIG_BUILDING_A_MODEL = """
 from i6_rc_jobs import ReturnnCommonSerializer
+from tests.support import unapplied
 
 
 def main():
-    nn.reset_default_root_name_ctx()
-    time_dim, model_dim = nn.SpatialDim("time"), nn.FeatureDim("model", 8)
-    data = nn.get_extern_data(nn.Data("data", dim_tags=[nn.batch_dim, time_dim, model_dim]))
-    encoder = nn.ConformerEncoder(
-        model_dim, model_dim, num_layers=1, input_layer=None, ff_dim=nn.FeatureDim("ff", 16), num_heads=2,
-        conv_kernel_size=3,
-    )
     {call}
 """
 HINT = (
@@ -213,15 +206,15 @@ HINT = (
 def test_a_conformer_built_in_the_config_without_rc_compat_ends_the_manager_in_the_fix(tmp_path):
     """The Conformer fails deep inside returnn_common (``2*model//2``), in the manager loading the config: its
     report ends in the line naming the fix, and the manager exits 1 (Sisyphus's own main returns 0 after it)."""
-    call = "encoder(data, in_spatial_dim=time_dim)"
-    proc = run_manager(make_setup(tmp_path / "conformer", CONFORMER_IN_THE_CONFIG.format(call=call)), timeout=300)
+    setup = make_setup(tmp_path / "conformer", CONFIG_BUILDING_A_MODEL.format(call="unapplied.conformer()"))
+    proc = run_manager(setup, timeout=300)
     assert "2*model//2" in proc.stderr and "ReturnnConstructTemplateException" in proc.stderr, proc.stderr[-3000:]
     assert proc.stderr.rstrip().splitlines()[-1] == HINT
     assert proc.returncode == 1
 
     # A config failing elsewhere: no hint, and still not exit status 0.
     call = "raise ValueError('a mistake of the config')"
-    proc = run_manager(make_setup(tmp_path / "other", CONFORMER_IN_THE_CONFIG.format(call=call)), timeout=300)
+    proc = run_manager(make_setup(tmp_path / "other", CONFIG_BUILDING_A_MODEL.format(call=call)), timeout=300)
     assert proc.stderr.rstrip().splitlines()[-1] == "ValueError: a mistake of the config", proc.stderr[-3000:]
     assert "rc_compat" not in proc.stderr and proc.returncode == 1
 
