@@ -19,8 +19,8 @@ _INSTALLED = "_i6_rc_jobs_failure_hints"
 
 
 def install() -> None:
-    """Chains :func:`_report` in front of the current ``sys.excepthook``; idempotent (one hook per process, also
-    when Sisyphus or another library replaces the hook later and i6_rc_jobs' import runs again in a reload)."""
+    """Makes ``sys.excepthook`` the current hook followed by :func:`_report`; idempotent (a hook of ours is kept).
+    Sisyphus sets its hook before it loads the config, which imports i6_rc_jobs: the chain keeps Sisyphus's."""
     if getattr(sys.excepthook, _INSTALLED, False):
         return
     previous = sys.excepthook
