@@ -282,3 +282,36 @@ def test_a_lock_left_by_a_killed_compile_is_said_in_one_line_by_the_check(tmp_pa
         f"warning: {dead / 'lock_file'}: a RETURNN lock that no process on this machine holds (a native-op compile "
         f"that was killed); RETURNN waits up to 1 h for it to age, so remove it: rm {dead / 'lock_file'}\n"
     )
+
+
+def test_a_failing_task_of_a_worker_is_reported_as_sisyphus_reports_it(tmp_path):
+    """The hook that importing i6_rc_jobs chains into a worker changes nothing of a failed task: the worker reports
+    it and marks the task failed, and the manager, with nothing left to run, stops (as Sisyphus does, status 0)."""
+    setup = make_setup(
+        tmp_path,
+        """
+        from sisyphus import Job, Task, tk
+        import i6_rc_jobs
+
+
+        class Failing(Job):
+            def __init__(self):
+                self.out = self.output_path("out")
+
+            def tasks(self):
+                yield Task("run", mini_task=True)
+
+            def run(self):
+                raise ValueError("a failing task")
+
+
+        def main():
+            tk.register_output("out", Failing().out)
+        """,
+    )
+    proc = run_manager(setup, python_path=str(setup), timeout=300)
+    (job,) = job_dirs(setup, "Failing")
+    assert (job / "error.run.1").exists(), _manager_said(proc)[-3000:]
+    log = (job / "log.run.1").read_text()
+    assert "ValueError: a failing task" in log and "rc_compat" not in log, log[-2000:]
+    assert "There is nothing I can do" in proc.stderr and proc.returncode == 0
