@@ -1,11 +1,15 @@
 """Sisyphus jobs and helpers for i6_core recipes that build RETURNN models with returnn_common.
 
-The public names load lazily, so that ``import i6_rc_jobs`` (e.g. for the command line) stays cheap."""
+The public names load lazily, so that ``import i6_rc_jobs`` (e.g. for the command line) stays cheap. The import
+changes nothing returnn_common builds; it adds the line naming the fix to the report of a failure that escapes the
+config (:mod:`i6_rc_jobs.failure_hints`)."""
 
 from __future__ import annotations
 
 import importlib
 from typing import Any
+
+from . import failure_hints
 
 #: The release, as CHANGELOG.md names it (setup.py reads it from here).
 __version__ = "0.6.0"
@@ -20,6 +24,8 @@ _EXPORTS = {
     "build_many": "i6_rc_jobs.builds",
 }
 __all__ = sorted(_EXPORTS)
+
+failure_hints.install()
 
 
 def __getattr__(name: str) -> Any:

@@ -8,7 +8,8 @@ Call :func:`apply` once with the returnn_common ``nn`` package, before building:
 
     nn = rc_compat.apply(nn)  # the installed returnn_common, or a versioned import of it
 
-Nothing is patched on import. Fix 1 is made only with a RETURNN that needs it; fix 2 changes nothing where
+Nothing is patched on import (why the fixes are not made by themselves: ``docs/guide/versions.md``); a failure
+inside an ``nn`` that needs them ends in the line naming the call (:func:`failure_hint`). Fix 1 is made only with a RETURNN that needs it; fix 2 changes nothing where
 ``LayerState`` worked before; fix 4 is made only in versions that read ``Dim.generic``. Fixes 1, 2 and 4 change how
 returnn_common builds, not the net dicts it builds. Fix 3 changes the dims ``nn.gating`` splits into (the same size,
 derived by dividing on the left): for the ``2 * model`` of the Conformer that is ``model`` again, the net dict
@@ -45,10 +46,13 @@ from __future__ import annotations
 import functools
 import importlib
 import inspect
+import os
+import sys
+import traceback
 import types
 from typing import Any, Optional
 
-__all__ = ["apply", "missing"]
+__all__ = ["apply", "missing", "not_applied", "failure_hint"]
 
 _APPLIED = "_i6_rc_jobs_rc_compat_applied"
 
@@ -95,6 +99,23 @@ def not_applied(nn: types.ModuleType) -> Optional[str]:
         f"{nn.__name__} was not made to build with this RETURNN ({'; '.join(needs)}): call "
         "nn = rc_compat.apply(nn) (from i6_rc_jobs import rc_compat) before building the model"
     )
+
+
+def failure_hint(trace: Optional[types.TracebackType]) -> Optional[str]:
+    """``hint: <the line of not_applied>`` for every returnn_common ``nn`` package that a failure's traceback passed
+    through and that needs :func:`apply` (a Conformer of such an ``nn`` fails deep inside it, with a
+    ReturnnConstructTemplateException about ``2*model//2``), or None: what ends the report of such a failure, in a
+    build (:mod:`i6_rc_jobs.builds.server`) and in the manager (:mod:`i6_rc_jobs.failure_hints`)."""
+    files = {os.path.abspath(frame.filename) for frame in traceback.extract_tb(trace)}
+    hints = []
+    for name, module in sorted(sys.modules.items()):
+        if name.rsplit(".", 1)[-1] != "nn" or "returnn_common" not in name or not getattr(module, "__file__", None):
+            continue
+        package = os.path.dirname(os.path.abspath(module.__file__)) + os.sep
+        said = not_applied(module) if any(f.startswith(package) for f in files) else None
+        if said:
+            hints.append(f"hint: {said}")
+    return "\n".join(hints) or None
 
 
 def _needs_identifier(control_flow_context: Any) -> bool:

@@ -38,6 +38,8 @@ __all__ = [
     "construct_networks",
     "construct_networks_from_config",
     "network_in_new_graph",
+    "say_stale_locks",
+    "stale_locks",
     "unsupported_returnn",
     "main",
 ]
@@ -399,6 +401,45 @@ def unsupported_returnn(returnn: types.ModuleType) -> Optional[str]:
     )
 
 
+def stale_locks(cache_dir: str) -> list[str]:
+    """The ``lock_file`` s of RETURNN's ``LockFile`` in ``cache_dir`` (its native ops' cache, e.g.
+    ``/var/tmp/$USER/returnn_tf_cache``) that no process on this machine holds: left by a compile that was killed.
+    RETURNN's lock is an empty file that its holder keeps open until it removes it, and a waiting RETURNN takes it
+    over only once its mtime is 1 h old, printing nothing but "Waiting for lock-file" (which the check keeps back).
+    A lock younger than a few seconds counts as held (its holder may be closing it before removing it)."""
+    import glob
+    import time
+
+    pattern = os.path.join(glob.escape(cache_dir), "returnn_*", "**", "lock_file")
+    locks = {os.path.realpath(path): path for path in glob.glob(pattern, recursive=True)}
+    if not locks:
+        return []
+    held = set()
+    for fd_dir in glob.glob("/proc/[0-9]*/fd"):
+        with contextlib.suppress(OSError):  # another user's process, or one that ended meanwhile
+            held.update(os.readlink(os.path.join(fd_dir, fd)) for fd in os.listdir(fd_dir))
+    stale = []
+    for real, path in sorted(locks.items()):
+        with contextlib.suppress(OSError):  # removed meanwhile: its holder unlocked it
+            if real not in held and time.time() - os.path.getmtime(path) > 5:
+                stale.append(path)
+    return stale
+
+
+def say_stale_locks() -> None:
+    """One line on stderr per stale lock of the installed RETURNN's cache (see :func:`stale_locks`): what to
+    remove, so that a build waiting on it does not wait an hour without a word."""
+    from returnn.util.basic import get_cache_dir
+
+    for path in stale_locks(get_cache_dir()):
+        print(
+            f"warning: {path}: a RETURNN lock that no process on this machine holds (a native-op compile that was "
+            f"killed); RETURNN waits up to 1 h for it to age, so remove it: rm {path}",
+            file=sys.stderr,
+            flush=True,
+        )
+
+
 def main(argv: Optional[Sequence[str]] = None) -> int:
     """CLI: print the number of layers per epoch, or the error and exit code 1."""
     parser = argparse.ArgumentParser(description="Construct the TF networks of a RETURNN config, as RETURNN would.")
@@ -424,6 +465,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     if too_old:
         print(f"error: {too_old}", file=sys.stderr)
         return 2
+    say_stale_locks()
     try:
         with contextlib.nullcontext() if args.verbose else output_kept():
             result = construct_networks(args.config, args.epochs, as_rnn_py=True)

@@ -1,7 +1,7 @@
 """
 Judge with real RETURNN (TF backend, graph mode) whether two written configs define the same model.
 
-A config's network is built with ``train_flag=False`` in a fresh graph and reduced to a :class:`Fingerprint`: the TF
+A config's network (each stage of staged networks) is built with ``train_flag=False`` in a fresh graph and reduced to a :class:`Fingerprint`: the TF
 variables (names and shapes), the initializer of each as TF sees it (the subgraph of its initial value, without
 names and random seeds), and the default output on a fixed input with every variable set from a random generator
 seeded by its TF name. Two configs define the same model iff their fingerprints have no differences. Names of layers
@@ -11,6 +11,7 @@ do not count.
 
 from __future__ import annotations
 
+import ast
 import hashlib
 import io
 from dataclasses import dataclass
@@ -24,7 +25,15 @@ if TYPE_CHECKING:
     from returnn.tensor import Tensor
     from returnn.tf.network import ExternData, TFNetwork
 
-__all__ = ["Fingerprint", "fingerprint", "network_fingerprint", "same_model", "load_config"]
+__all__ = [
+    "Fingerprint",
+    "fingerprint",
+    "fingerprints",
+    "differences",
+    "network_fingerprint",
+    "same_model",
+    "load_config",
+]
 
 DEFAULT_BEHAVIOR_VERSION = 16
 """For configs that set none: returnn_common's ``min_returnn_behavior_version``, which the configs it writes set."""
@@ -105,10 +114,62 @@ def fingerprint(config_code: str, *, seed: int = 1) -> Fingerprint:
     Builds the network of ``config_code`` (a whole config.py as the serializer writes it) with RETURNN, sets its
     variables and input from ``seed``, and runs its default output.
     """
+    config = load_config(config_code)
+    return _built_fingerprint(config, config.typed_value("network"), seed)
+
+
+def fingerprints(config_code: str, *, seed: int = 1) -> dict[str, Fingerprint]:
+    """The :func:`fingerprint` of each network of a config: ``{"network": ...}``, or for staged networks
+    (``get_network(epoch)``) one per stage, ``"stage from epoch N"``, N the start epochs of its ``if epoch >= N:``
+    (as the serializer writes them), each stage built in its own graph."""
+    config = load_config(config_code)
+    nets = _networks(config_code, config)
+    return {name: _built_fingerprint(config, net, seed) for name, net in nets.items()}
+
+
+def differences(ours: dict[str, Fingerprint], theirs: dict[str, Fingerprint], losses: bool = True) -> list[str]:
+    """:meth:`Fingerprint.differences` of two configs' :func:`fingerprints`, stage by stage (each line after the
+    stage's name); [] iff the same model."""
+    if ours.keys() != theirs.keys():
+        return [f"networks {list(ours)} != {list(theirs)}"]
+    return [
+        line if name == "network" else f"{name}: {line}"
+        for name, prints in ours.items()
+        for line in prints.differences(theirs[name], losses=losses)
+    ]
+
+
+def _networks(config_code: str, config: Config) -> dict[str, Any]:
+    """The net dicts of a config by name (see :func:`fingerprints`)."""
+    if config.typed_value("network") is not None:
+        return {"network": config.typed_value("network")}
+    get_network = config.typed_value("get_network")
+    if get_network is None:
+        raise ValueError("the config defines neither network nor get_network")
+    starts = sorted(
+        node.comparators[0].value
+        for function in ast.walk(ast.parse(config_code))
+        if isinstance(function, ast.FunctionDef) and function.name == "get_network"
+        for node in ast.walk(function)
+        if isinstance(node, ast.Compare)
+        and isinstance(node.left, ast.Name)
+        and node.left.id == "epoch"
+        and isinstance(node.ops[0], ast.GtE)
+        and isinstance(node.comparators[0], ast.Constant)
+        and type(node.comparators[0].value) is int
+    )
+    if not starts:
+        raise ValueError(
+            "get_network has no 'if epoch >= N:', so its stages are unknown (write it as the serializer does)"
+        )
+    return {f"stage from epoch {start}": get_network(epoch=start) for start in starts}
+
+
+def _built_fingerprint(config: Config, network: Any, seed: int) -> Fingerprint:
+    """The fingerprint of one net dict of ``config``, built in a new graph."""
     from i6_rc_jobs.returnn_check import network_in_new_graph
 
-    config = load_config(config_code)
-    with network_in_new_graph(config, config.typed_value("network"), train_flag=False) as network:
+    with network_in_new_graph(config, network, train_flag=False) as network:
         return network_fingerprint(network, seed=seed)
 
 
@@ -159,8 +220,9 @@ def network_fingerprint(network: TFNetwork, *, seed: int = 1, feed: dict | None 
 
 
 def same_model(code_a: str, code_b: str) -> list[str]:
-    """The differences of the models of two configs, each built in its own graph; [] iff the same model."""
-    return fingerprint(code_a).differences(fingerprint(code_b))
+    """The differences of the models of two configs (stage by stage), each built in its own graph; [] iff the same
+    model."""
+    return differences(fingerprints(code_a), fingerprints(code_b))
 
 
 def load_config(config_code: str) -> Config:

@@ -53,3 +53,31 @@ def test_same_model_says_a_bad_config_in_one_line(tmp_path: Path):
     built = run(good, "broken.config", cwd=tmp_path).stderr  # what RETURNN printed, shown before the line
     assert "--- what RETURNN printed ---\n" in built and "\n--- end of what RETURNN printed ---\n" in built
     assert "layer /'output'" in built.split("--- end of")[0], built[-2000:]
+
+
+def test_same_model_compares_staged_networks_stage_by_stage(tmp_path: Path):
+    net, renamed, other = CASES["layer-names"]
+
+    def staged(name: str, stages: dict) -> str:
+        path = tmp_path / f"{name}.config"
+        path.write_text(ReturnnCommonSerializer(extern_data=EXTERN_DATA, staged_networks=stages).get())
+        return str(path)
+
+    a, b = staged("a", {1: net, 5: net}), staged("b", {1: renamed, 5: other})
+    differ = run(a, b, cwd=tmp_path)
+    assert differ.returncode == 1, differ.stderr[-2000:]
+    assert differ.stdout.startswith("stage from epoch 5: output differs: max abs diff "), differ.stdout
+    assert "stage from epoch 1" not in differ.stdout and differ.stderr == ""
+    same = run(a, staged("c", {1: renamed, 5: renamed}), cwd=tmp_path)
+    assert (same.returncode, same.stdout) == (0, "same model\n"), same.stderr[-2000:]
+    unstaged = run(a, write(tmp_path / "d.config", net), cwd=tmp_path)
+    assert (unstaged.returncode, unstaged.stdout) == (
+        1,
+        "networks ['stage from epoch 1', 'stage from epoch 5'] != ['network']\n",
+    )
+    (tmp_path / "e.config").write_text("def get_network(epoch, **kwargs):\n    return {}\n")
+    unknown = run(a, str(tmp_path / "e.config"), cwd=tmp_path)
+    assert unknown.returncode == 2 and unknown.stderr.strip().splitlines()[-1] == (
+        f"same-model: {tmp_path / 'e.config'}: ValueError: get_network has no 'if epoch >= N:', so its stages are "
+        "unknown (write it as the serializer does)"
+    )

@@ -7,7 +7,7 @@ import os
 import subprocess
 import sys
 
-from tests.support.sisyphus_setup import REPO, job_dirs, make_setup, run_manager
+from tests.support.sisyphus_setup import REPO, end_with_children, job_dirs, make_setup, run_manager
 
 
 def _manager_said(proc: subprocess.CompletedProcess) -> str:
@@ -186,3 +186,132 @@ def test_a_config_without_behavior_version_is_refused_when_it_is_made():
     with pytest.raises(SerializationError, match=rf"^returnn_config.post_config\['behavior_version'\]: 12 is lower"):
         CheckedReturnnConfig({"use_tensorflow": True}, {"behavior_version": 12}, python_prolog=[serializer])
     CheckedReturnnConfig({"use_tensorflow": True, "behavior_version": needed}, python_prolog=[serializer])
+
+
+CONFIG_BUILDING_A_MODEL = """
+from i6_rc_jobs import ReturnnCommonSerializer
+from tests.support import unapplied
+
+
+def main():
+    {call}
+"""
+HINT = (
+    "hint: returnn_common.nn was not made to build with this RETURNN (nn.Loop and nn.Cond (RETURNN's "
+    "ControlFlowContext needs an identifier); nn.gating, the Conformer's GLU (RETURNN makes 2*model//2 a dim of its "
+    "own)): call nn = rc_compat.apply(nn) (from i6_rc_jobs import rc_compat) before building the model"
+)
+
+
+def test_a_conformer_built_in_the_config_without_rc_compat_ends_the_manager_in_the_fix(tmp_path):
+    """The Conformer fails deep inside returnn_common (``2*model//2``), in the manager loading the config: its
+    report ends in the line naming the fix, and the manager exits 1 (Sisyphus's own main returns 0 after it)."""
+    setup = make_setup(tmp_path / "conformer", CONFIG_BUILDING_A_MODEL.format(call="unapplied.conformer()"))
+    proc = run_manager(setup, timeout=300)
+    assert "2*model//2" in proc.stderr and "ReturnnConstructTemplateException" in proc.stderr, proc.stderr[-3000:]
+    assert proc.stderr.rstrip().splitlines()[-1] == HINT
+    assert proc.returncode == 1
+
+    # A config failing elsewhere: no hint, and still not exit status 0.
+    call = "raise ValueError('a mistake of the config')"
+    proc = run_manager(make_setup(tmp_path / "other", CONFIG_BUILDING_A_MODEL.format(call=call)), timeout=300)
+    assert proc.stderr.rstrip().splitlines()[-1] == "ValueError: a mistake of the config", proc.stderr[-3000:]
+    assert "rc_compat" not in proc.stderr and proc.returncode == 1
+
+
+def test_a_loop_without_rc_compat_in_a_script_ends_in_the_fix():
+    """nn.Loop without ``rc_compat.apply`` fails with RETURNN's TypeError about ``identifier``: outside Sisyphus as
+    well, Python's report of it ends in the fix, and the exit status is Python's (1)."""
+    script = """
+from returnn_common import nn
+import i6_rc_jobs
+
+time_dim, model_dim = nn.SpatialDim("time"), nn.FeatureDim("model", 4)
+data = nn.get_extern_data(nn.Data("data", dim_tags=[nn.batch_dim, time_dim, model_dim]))
+with nn.Loop(axis=time_dim) as loop:
+    loop.stack(loop.unstack(data)).mark_as_default_output()
+"""
+    env = {**os.environ, "CUDA_VISIBLE_DEVICES": "", "TF_CPP_MIN_LOG_LEVEL": "3", "PYTHONPATH": str(REPO)}
+    done = subprocess.run([sys.executable, "-c", script], cwd=REPO, capture_output=True, text=True, env=env)
+    last_two = done.stderr.rstrip().splitlines()[-2:]
+    assert "missing 1 required keyword-only argument: 'identifier'" in last_two[0], done.stderr[-3000:]
+    assert last_two[1] == HINT and done.returncode == 1
+
+
+LOCKER = """
+import sys, time
+from returnn.util.basic import LockFile
+
+LockFile(sys.argv[1]).lock()
+print("locked", flush=True)
+time.sleep(600)
+"""
+
+
+def test_a_lock_left_by_a_killed_compile_is_said_in_one_line_by_the_check(tmp_path):
+    """A RETURNN that was killed while it held its native-op lock (compiling NativeLstm2) leaves ``lock_file``, on
+    which every later RETURNN waits for an hour, saying nothing the check shows: the check names the lock to remove.
+    A lock that a live RETURNN holds is not named."""
+    from i6_rc_jobs import returnn_check
+    from i6_rc_jobs.serialization.config_file import write_config_file
+    from tests.support.training import task12ax_config
+
+    cache = tmp_path / "cache"
+    dead, live = cache / "returnn_tf_cache" / "ops" / "NativeLstm2" / "0123", cache / "returnn_native" / "Op" / "4567"
+    env = {**os.environ, "CUDA_VISIBLE_DEVICES": "", "TF_CPP_MIN_LOG_LEVEL": "3", "RETURNN_CACHE_DIR": str(cache)}
+    holders = [
+        subprocess.Popen([sys.executable, "-c", LOCKER, str(d)], stdout=subprocess.PIPE, text=True, env=env)
+        for d in (dead, live)
+    ]
+    try:
+        assert [holder.stdout.readline() for holder in holders] == ["locked\n"] * 2
+        holders[0].kill()
+        holders[0].wait()
+        for lock in (dead / "lock_file", live / "lock_file"):
+            os.utime(lock, (lock.stat().st_atime, lock.stat().st_mtime - 60))  # older than a lock being released
+        config = str(tmp_path / "returnn.config")
+        write_config_file(task12ax_config(), config)
+        check = subprocess.run(
+            [sys.executable, returnn_check.__file__, config], capture_output=True, text=True, env=env
+        )
+    finally:
+        for holder in holders:
+            end_with_children(holder.pid)
+    assert check.returncode == 0, check.stderr[-3000:]
+    assert check.stderr == (
+        f"warning: {dead / 'lock_file'}: a RETURNN lock that no process on this machine holds (a native-op compile "
+        f"that was killed); RETURNN waits up to 1 h for it to age, so remove it: rm {dead / 'lock_file'}\n"
+    )
+
+
+def test_a_failing_task_of_a_worker_is_reported_as_sisyphus_reports_it(tmp_path):
+    """The hook that importing i6_rc_jobs chains into a worker changes nothing of a failed task: the worker reports
+    it and marks the task failed, and the manager, with nothing left to run, stops (as Sisyphus does, status 0)."""
+    setup = make_setup(
+        tmp_path,
+        """
+        from sisyphus import Job, Task, tk
+        import i6_rc_jobs
+
+
+        class Failing(Job):
+            def __init__(self):
+                self.out = self.output_path("out")
+
+            def tasks(self):
+                yield Task("run", mini_task=True)
+
+            def run(self):
+                raise ValueError("a failing task")
+
+
+        def main():
+            tk.register_output("out", Failing().out)
+        """,
+    )
+    proc = run_manager(setup, python_path=str(setup), timeout=300)
+    (job,) = job_dirs(setup, "Failing")
+    assert (job / "error.run.1").exists(), _manager_said(proc)[-3000:]
+    log = (job / "log.run.1").read_text()
+    assert "ValueError: a failing task" in log and "rc_compat" not in log, log[-2000:]
+    assert "There is nothing I can do" in proc.stderr and proc.returncode == 0

@@ -124,19 +124,13 @@ def _child(request: dict, base: dict, protocol_fd: int) -> None:
 
 
 def _say_rc_compat(trace: Optional[types.TracebackType]) -> None:
-    """A model of an ``nn`` that ``rc_compat.apply`` was not applied to may fail deep inside returnn_common (a
-    Conformer: a ReturnnConstructTemplateException about ``2*model//2``): if the failure passed through such an
-    ``nn``, the log's last line names the fix."""
+    """A failure that passed through an ``nn`` that ``rc_compat.apply`` was not applied to: the log's last line names
+    the fix."""
     from i6_rc_jobs import rc_compat
 
-    files = {os.path.abspath(frame.filename) for frame in traceback.extract_tb(trace)}
-    for name, module in sorted(sys.modules.items()):
-        if name.rsplit(".", 1)[-1] != "nn" or "returnn_common" not in name or not getattr(module, "__file__", None):
-            continue
-        package = os.path.dirname(os.path.abspath(module.__file__)) + os.sep
-        not_applied = rc_compat.not_applied(module) if any(f.startswith(package) for f in files) else None
-        if not_applied:
-            print(f"hint: {not_applied}", file=sys.stderr)
+    hint = rc_compat.failure_hint(trace)
+    if hint:
+        print(hint, file=sys.stderr)
 
 
 class _Lines:

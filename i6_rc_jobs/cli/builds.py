@@ -23,7 +23,6 @@ from .command import ExitStatus, command_parser
 
 _UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400}
 
-#: The arguments of a typical use: ``--help`` and the reference show it, the tests parse it.
 EXAMPLE = "--prune 30d"
 
 
@@ -132,7 +131,7 @@ def _prune(store: Store, age: float) -> int:
 
 
 def parser() -> argparse.ArgumentParser:
-    parser = command_parser("builds", __doc__.split(":", 1)[1].strip(), Exit, EXAMPLE)
+    parser = command_parser(__name__, Exit, EXAMPLE)
     what = parser.add_mutually_exclusive_group()
     what.add_argument("--verify", action="store_true", help="build every entry anew and compare the hashes")
     what.add_argument("--prune", type=_duration, metavar="AGE", help="remove entries not used for AGE (30d, 12h)")

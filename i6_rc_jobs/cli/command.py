@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import argparse
 import enum
+import sys
+from typing import Optional
 
 
 class ExitStatus(enum.IntEnum):
@@ -20,10 +22,18 @@ class ExitStatus(enum.IntEnum):
         return member
 
 
-def command_parser(name: str, description: str, statuses: type[ExitStatus], example: str) -> argparse.ArgumentParser:
-    """The parser of ``python -m i6_rc_jobs <name>``; its ``--help`` ends with the exit statuses and ``example`` (the
-    arguments of a typical use)."""
-    prog, description = f"python -m i6_rc_jobs {name}", " ".join(description.split())
+def command_parser(
+    module: str, statuses: type[ExitStatus], example: str, description: Optional[str] = None
+) -> argparse.ArgumentParser:
+    """The parser of the command in ``module`` (``__name__`` of ``i6_rc_jobs.cli.same_model``: ``python -m
+    i6_rc_jobs same-model``); its description the module docstring after its first colon (after the usage it starts
+    with) unless ``description`` is given; its ``--help`` ends with the exit statuses and ``example`` (the arguments
+    of a typical use, which the reference shows and the tests parse)."""
+    name = module.rsplit(".", 1)[-1].replace("_", "-")
+    prog = f"python -m i6_rc_jobs {name}"
+    if description is None:
+        description = sys.modules[module].__doc__.split(":", 1)[1]
+    description = " ".join(description.split())
     said = "; ".join(f"{status.value} {status.meaning}" for status in statuses)
     return argparse.ArgumentParser(
         prog=prog,

@@ -11,7 +11,6 @@ from ..imports.errors import CacheNotWritableError, VersionedImportError
 from ..imports.names import Repo, Version
 from .command import ExitStatus, command_parser
 
-#: The arguments of a typical use: ``--help`` and the reference show it, the tests parse it.
 EXAMPLE = "github.com/rwth-i6/returnn_common 20221031-3bd01ac8d7b2"
 
 
@@ -22,7 +21,7 @@ class Exit(ExitStatus):
 
 
 def parser() -> argparse.ArgumentParser:
-    parser = command_parser("fetch", __doc__.split(":", 1)[1].strip(), Exit, EXAMPLE)
+    parser = command_parser(__name__, Exit, EXAMPLE)
     parser.add_argument(
         "pairs", nargs="+", metavar="REPO VERSION", help="e.g. github.com/rwth-i6/returnn_common 20221031-3bd01ac8d7b2"
     )

@@ -88,7 +88,6 @@ def load(path: str) -> Any:
         raise LoadError(f"{path}: cannot be loaded as a job or a pickle: {type(e).__name__}: {e}") from e
 
 
-#: The arguments of a typical use: ``--help`` and the reference show it, the tests parse it.
 EXAMPLE = "alias/a alias/b"
 
 
@@ -100,12 +99,12 @@ class Exit(ExitStatus):
 
 def parser() -> argparse.ArgumentParser:
     parser = command_parser(
-        "hash-diff",
+        __name__,
+        Exit,
+        EXAMPLE,
         "Print why the Sisyphus hashes of A and B differ, as paths and values, or 'identical'. The inputs are "
         "unpickled, which runs whatever code they name: use only files you trust. Inputs not owned by you or "
         "writable by others (a job directory: the directory and its job.save) are refused unless --trust is given.",
-        Exit,
-        EXAMPLE,
     )
     parser.add_argument("a", help="job directory, job.save, or pickled ReturnnConfig/ReturnnCommonSerializer")
     parser.add_argument("b", help="the same kinds as A")

@@ -15,7 +15,6 @@ from ..imports.ide import cached_versions, lay_out
 from .command import ExitStatus, command_parser
 from .prefetch import prefetch
 
-#: The arguments of a typical use: ``--help`` and the reference show it, the tests parse it.
 EXAMPLE = "~/ide-paths config"
 
 
@@ -26,7 +25,7 @@ class Exit(ExitStatus):
 
 
 def parser() -> argparse.ArgumentParser:
-    parser = command_parser("ide-paths", __doc__.split(":", 1)[1].strip(), Exit, EXAMPLE)
+    parser = command_parser(__name__, Exit, EXAMPLE)
     parser.add_argument("directory", type=Path, metavar="DIR", help="the directory to lay the versions out in")
     parser.add_argument(
         "paths", nargs="*", type=Path, metavar="PATH", help="a file or directory of *.py files with import_ calls"

@@ -14,7 +14,6 @@ from ..imports.cache import cache_root
 from ..imports.static import Graph, fetch_graph, python_files
 from .command import ExitStatus, command_parser
 
-#: The arguments of a typical use: ``--help`` and the reference show it, the tests parse it.
 EXAMPLE = "config recipe/my_setup"
 
 
@@ -25,7 +24,7 @@ class Exit(ExitStatus):
 
 
 def parser() -> argparse.ArgumentParser:
-    parser = command_parser("prefetch", __doc__.split(":", 1)[1].strip(), Exit, EXAMPLE)
+    parser = command_parser(__name__, Exit, EXAMPLE)
     parser.add_argument(
         "paths",
         nargs="*",

@@ -1,6 +1,6 @@
 """``python -m i6_rc_jobs same-model A B``: whether two RETURNN configs (e.g. the ``returnn.config`` of two
 CreateConfigJobs, before and after a returnn_common update) define the same model, judged by RETURNN itself: each
-network is built with TensorFlow, and their TF variables, initializers, outputs on one fixed input (variables set by
+network (each stage of staged networks) is built with TensorFlow, and their TF variables, initializers, outputs on one fixed input (variables set by
 their names) and reported losses (score keys and values) are compared. Prints ``same model`` or one line per
 difference; a config that cannot be read or built is said in one line, after what RETURNN printed (kept back
 otherwise). Needs RETURNN and TensorFlow: run it with the Python of your setup, from the setup directory (RETURNN is
@@ -15,7 +15,6 @@ import sys
 from .command import ExitStatus, command_parser
 from .setup_paths import importable
 
-#: The arguments of a typical use: ``--help`` and the reference show it, the tests parse it.
 EXAMPLE = "before/returnn.config after/returnn.config"
 
 
@@ -34,7 +33,7 @@ class Exit(ExitStatus):
 
 
 def parser() -> argparse.ArgumentParser:
-    parser = command_parser("same-model", __doc__.split(":", 1)[1].strip(), Exit, EXAMPLE)
+    parser = command_parser(__name__, Exit, EXAMPLE)
     parser.add_argument("configs", nargs=2, metavar="CONFIG", help="a RETURNN config file (config.py as written)")
     parser.add_argument(
         "--model-only", action="store_true", help="compare the model alone: parameters, initializers, output"
@@ -51,9 +50,10 @@ def main(argv: list[str]) -> int:
             file=sys.stderr,
         )
         return Exit.UNUSABLE
-    from ..returnn_check import output_kept
-    from ..semantics import fingerprint
+    from ..returnn_check import output_kept, say_stale_locks
+    from ..semantics import differences, fingerprints
 
+    say_stale_locks()
     prints = []
     try:
         with output_kept():  # RETURNN prints every layer it builds, and its DEPRECATION warnings: shown on failure
@@ -61,12 +61,12 @@ def main(argv: list[str]) -> int:
                 try:
                     with open(path) as file:
                         code = file.read()
-                    prints.append(fingerprint(code))
+                    prints.append(fingerprints(code))
                 except Exception as e:  # a file that is no config, a net RETURNN refuses: one line, which and why
                     raise _Unreadable(path, e) from e
     except _Unreadable as unreadable:
         print(f"same-model: {unreadable}", file=sys.stderr)
         return Exit.UNUSABLE
-    differences = prints[0].differences(prints[1], losses=not args.model_only)
-    print("\n".join(differences) if differences else "same model")
-    return Exit.DIFFERENT if differences else Exit.SAME
+    found = differences(prints[0], prints[1], losses=not args.model_only)
+    print("\n".join(found) if found else "same model")
+    return Exit.DIFFERENT if found else Exit.SAME

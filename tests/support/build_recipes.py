@@ -48,16 +48,9 @@ def not_a_serializer():
 
 def conformer_without_rc_compat():
     """A Conformer of the installed returnn_common without rc_compat.apply: fails inside returnn_common."""
-    from returnn_common import nn
+    from tests.support import unapplied
 
-    nn.reset_default_root_name_ctx()
-    time_dim, model_dim = nn.SpatialDim("time"), nn.FeatureDim("model", 8)
-    data = nn.get_extern_data(nn.Data("data", dim_tags=[nn.batch_dim, time_dim, model_dim]))
-    encoder = nn.ConformerEncoder(
-        model_dim, model_dim, num_layers=1, input_layer=None, ff_dim=nn.FeatureDim("ff", 16), num_heads=2,
-        conv_kernel_size=3,
-    )
-    encoder(data, in_spatial_dim=time_dim)
+    unapplied.conformer()
 '''
 
 
