@@ -38,7 +38,7 @@ class _Layer:
     """One layer of the dict: where it sits (its path in the graph and in the serializer's dicts), its description
     and its effective TF name scope prefix."""
 
-    __slots__ = ("path", "where", "desc", "net", "prefix", "scope", "unit", "alias_of", "owns_parameters")
+    __slots__ = ("path", "where", "desc", "net", "prefix", "scope", "unit", "alias_of", "owns_parameters", "token")
 
     def __init__(self, path: str, where: str, desc: dict, net: _Net, prefix: str, unit: Optional[_Net] = None):
         self.path, self.where, self.desc, self.net, self.prefix = path, where, desc, net, prefix
@@ -48,6 +48,7 @@ class _Layer:
         self.unit = unit  # its body: a loop's (rec with a dict unit), a subnetwork's with options
         self.alias_of = _alias_source(desc)
         self.owns_parameters = _owns_parameters(desc, unit)
+        self.token: Optional[Token] = None  # its reference in the graph, once numbered (see Graph._token)
 
 
 #: The options by which a layer of any class may create TF variables (see _owns_parameters).
@@ -259,10 +260,8 @@ class Graph:
         self._where = where
         self._root = _Net("root", None, None)
         self._parse(network, self._root, "", 0, where)
-        self._numbers: dict[int, int] = {}  # id(_Layer) -> number
         self._order: list[_Layer] = []
         self.names: list[str] = []
-        self._tokens: list[Token] = []  # number -> the token of a reference to that layer
         self._found: dict[tuple[str, int], Any] = {}  # (name, id(_Net)) -> what _find finds for it
         self._names: dict[str, list[tuple[str, _Layer]]] = {}  # a plain name -> the layers of that name
         self._odd_names: list[tuple[str, _Layer]] = []  # layers of names with other characters
@@ -342,7 +341,7 @@ class Graph:
             return target
         layer, stacked, sub, prev = target
         if prev or stacked:
-            token = Token(f"{prev or 'stacked'}:layer#{self._number(layer)}")
+            token = Token(f"{prev or 'stacked'}:{self._token(layer).text}")
         else:
             token = self._token(layer)
         return token if not sub else Tagged(("@sub-layer", token, sub))
@@ -459,19 +458,14 @@ class Graph:
                     return Tagged(("@subnetwork-input", owner, i))
         return self._data(text, net.parent, hops, "")
 
-    def _number(self, layer: _Layer) -> int:
-        """The layer's number, given on first use (which makes it a node of the graph)."""
-        number = self._numbers.get(id(layer))
-        if number is None:
-            number = self._numbers[id(layer)] = len(self._order)
+    def _token(self, layer: _Layer) -> Token:
+        """The token of a reference to the layer, one for all its references (thousands in a model); it numbers the
+        layer on first use, which makes it a node of the graph."""
+        if layer.token is None:
+            layer.token = Token(f"layer#{len(self._order)}")
             self._order.append(layer)
             self.names.append(layer.path)
-            self._tokens.append(Token(f"layer#{number}"))
-        return number
-
-    def _token(self, layer: _Layer) -> Token:
-        """The token of a reference to the layer: one per layer, shared by all references (thousands in a model)."""
-        return self._tokens[self._number(layer)]
+        return layer.token
 
     # Roots.
 
