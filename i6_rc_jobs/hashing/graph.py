@@ -195,14 +195,23 @@ def _single_source(desc: dict) -> Optional[tuple[str, ...]]:
     return None
 
 
+_BODY_OPTIONS = {"rec": "unit", "subnetwork": "subnetwork"}
+
+
+def _body(desc: dict) -> Optional[str]:
+    """The option that holds the layer's own net dict: a loop's "unit" (a rec layer with a dict unit), a subnetwork's
+    "subnetwork"; None for a layer without one (checked once per layer: every entry of the net dict is looked at)."""
+    key = _BODY_OPTIONS.get(desc["class"])
+    return key if key is not None and _is_net(desc.get(key)) else None
+
+
 def _flattens(desc: dict) -> bool:
-    """Rule "subnetwork-namespace": a subnetwork layer that is only a namespace. Not with a name_scope: RETURNN's
-    SubnetworkLayer owns every variable under its scope, so with name_scope "" (or another layer's scope) it decides
-    which variables are trainable (a rec cell's under name_scope "" are only through it)."""
+    """Rule "subnetwork-namespace": whether a subnetwork layer (with a net dict, see _body) is only a namespace. Not
+    with a name_scope: RETURNN's SubnetworkLayer owns every variable under its scope, so with name_scope "" (or
+    another layer's scope) it decides which variables are trainable (a rec cell's under name_scope "" are only
+    through it)."""
     return (
-        desc.get("class") == "subnetwork"
-        and _is_net(desc.get("subnetwork"))
-        and set(desc) - INERT_OPTIONS <= {"class", "subnetwork", "from"}
+        set(desc) - INERT_OPTIONS <= {"class", "subnetwork", "from"}
         and "name_scope" not in desc
         and _single_source(desc) is not None
     )
@@ -291,20 +300,18 @@ class Graph:
             except SerializationError as e:
                 raise e.at(f"{where}[{name!r}]['name_scope']")
             layer_where = f"{where}[{name!r}]"
-            if _flattens(desc):
+            body = _body(desc)
+            if body is None:
+                net.layers[name] = _Layer(net.path + name, layer_where, desc, net, layer_prefix)
+                continue
+            if body == "subnetwork" and _flattens(desc):
                 sub = _Net(
                     "sub", net, _Layer(net.path + name, layer_where, desc, net, layer_prefix), _single_source(desc)
                 )
                 net.layers[name] = sub
-                self._parse(desc["subnetwork"], sub, layer_prefix, depth + 1, f"{where}[{name!r}]['subnetwork']")
+                self._parse(desc["subnetwork"], sub, layer_prefix, depth + 1, f"{layer_where}['subnetwork']")
                 continue
-            if desc["class"] == "rec" and _is_net(desc.get("unit")):
-                body, kind = "unit", "loop"
-            elif desc["class"] == "subnetwork" and _is_net(desc.get("subnetwork")):  # a subnetwork with options
-                body, kind = "subnetwork", "subnet"
-            else:
-                net.layers[name] = _Layer(net.path + name, layer_where, desc, net, layer_prefix)
-                continue
+            kind = "loop" if body == "unit" else "subnet"  # a subnetwork with options
             layer = _Layer(net.path + name, layer_where, desc, net, layer_prefix, _Net(kind, net, None))
             layer.unit.owner = layer
             layer.unit.path = layer.path + "/"
