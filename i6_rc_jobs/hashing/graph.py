@@ -30,6 +30,8 @@ from .graph_rules import (
     VARIABLE_OPTIONS,
 )
 
+_UNSEEN = object()  # a name not looked up yet (None is what a name that finds nothing finds)
+
 #: Nested subnetworks deeper than this are refused (each level is a scope; RETURNN itself recurses per level).
 MAX_DEPTH = 200
 
@@ -357,9 +359,10 @@ class Graph:
         """:meth:`_find` of a name read in ``net``, once per name and scope (a name is looked up for its layer's
         node, for the strings that may name it and for scalar operands): a name finds the same each time."""
         key = (text, id(net))
-        if key not in self._found:
-            self._found[key] = self._find(text, net, 0)
-        return self._found[key]
+        found = self._found.get(key, _UNSEEN)
+        if found is _UNSEEN:
+            found = self._found[key] = self._find(text, net, 0)
+        return found
 
     def _find(self, text: str, net: _Net, hops: int, prev: str = "") -> Any:
         """(layer, stacked, sub-layer path, prev mark) or a Tagged (extern data, a loop's or subnetwork's input) for
@@ -552,8 +555,9 @@ class Graph:
         desc = layer.desc
         if desc["class"] not in ("eval", "combine"):
             return None
-        options, sources = desc.keys() - INERT_OPTIONS, _single_source(desc)
-        if desc.get("class") == "eval" and options == {"class", "eval", "from"} and sources and len(sources) == 1:
+        options = desc.keys() - INERT_OPTIONS
+        sources = _single_source(desc) if desc["class"] == "eval" else None
+        if options == {"class", "eval", "from"} and sources and len(sources) == 1:
             found = _scalar_eval(desc["eval"]) if type(desc["eval"]) is str else None
             if found is not None:
                 kind, number, first = found
