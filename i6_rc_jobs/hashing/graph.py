@@ -55,6 +55,7 @@ class _Layer:
 
 #: The options by which a layer of any class may create TF variables (see _owns_parameters).
 _VARIABLE_KEYS = frozenset(VARIABLE_OPTIONS) | frozenset(VARIABLE_KEYWORDS)
+#: The options that mark a layer as read by its name (see Graph._roots).
 _MARKING_KEYS = frozenset(MARKING_OPTIONS)
 
 
@@ -197,6 +198,7 @@ def _single_source(desc: dict) -> Optional[tuple[str, ...]]:
     return None
 
 
+#: Per layer class: the option that may hold the layer's own net dict (see _body).
 _BODY_OPTIONS = {"rec": "unit", "subnetwork": "subnetwork"}
 
 
