@@ -134,6 +134,10 @@ def _first(pair: tuple) -> Any:
     return pair[0]
 
 
+#: What the canonical form takes as it is: plain leaves, and the tokens of layer references in the graph scheme's
+#: form (graph.py; tens of thousands in a large model, so they skip the call of ``_value`` as leaves do).
+AS_IS_TYPES = LEAF_TYPES | {Token}
+
 GLOBAL_TOKENS = {"batch_dim": Token("batch_dim"), "single_step_dim": Token("single_step_dim")}
 #: Where the globals go among set elements: first, by name (numbered dims follow by index), as in _order_key.
 GLOBAL_ORDER = {name: i - len(GLOBAL_TOKENS) for i, name in enumerate(sorted(GLOBAL_TOKENS))}
@@ -227,12 +231,10 @@ class Canonicalizer:
         if cls is list or cls is tuple:
             out = self._items(value)
             return out if cls is list else tuple(out)
-        if cls in LEAF_TYPES:
+        if cls in AS_IS_TYPES:
             return value
         if cls is MarkedRef:
             return Tagged((value.marker, self._dim(value.dim)))
-        if cls is Token:  # a layer reference in the graph scheme's form (graph.py)
-            return value
         if cls is Tagged:
             return Tagged(self._items(value))
         if is_namedtuple(value):
@@ -267,7 +269,7 @@ class Canonicalizer:
         keyed.sort(key=_first)
         return [code for _, code in keyed]
 
-    # The two loops below are the hot path of hashing: leaves are taken as they are, without a call.
+    # The two loops below are the hot path of hashing: leaves and tokens are taken as they are, without a call.
 
     def _dict(self, value: dict) -> dict:
         try:
@@ -281,7 +283,7 @@ class Canonicalizer:
         walk = self._value
         for key, item in pairs:
             try:
-                out[key if type(key) is str else walk(key)] = item if type(item) in LEAF_TYPES else walk(item)
+                out[key if type(key) is str else walk(key)] = item if type(item) in AS_IS_TYPES else walk(item)
             except SerializationError as e:
                 raise e.at(key_step(key))
         if len(out) < len(value):
@@ -316,7 +318,7 @@ class Canonicalizer:
         walk = self._value
         for i, item in enumerate(value):
             try:
-                out.append(item if type(item) in LEAF_TYPES else walk(item))
+                out.append(item if type(item) in AS_IS_TYPES else walk(item))
             except SerializationError as e:
                 raise e.at(f"[{i}]")
         return out

@@ -30,6 +30,8 @@ from .graph_rules import (
     VARIABLE_OPTIONS,
 )
 
+_UNSEEN = object()  # a name not looked up yet (None is what a name that finds nothing finds)
+
 #: Nested subnetworks deeper than this are refused (each level is a scope; RETURNN itself recurses per level).
 MAX_DEPTH = 200
 
@@ -38,7 +40,7 @@ class _Layer:
     """One layer of the dict: where it sits (its path in the graph and in the serializer's dicts), its description
     and its effective TF name scope prefix."""
 
-    __slots__ = ("path", "where", "desc", "net", "prefix", "scope", "unit", "alias_of", "owns_parameters")
+    __slots__ = ("path", "where", "desc", "net", "prefix", "scope", "unit", "alias_of", "owns_parameters", "token")
 
     def __init__(self, path: str, where: str, desc: dict, net: _Net, prefix: str, unit: Optional[_Net] = None):
         self.path, self.where, self.desc, self.net, self.prefix = path, where, desc, net, prefix
@@ -47,12 +49,26 @@ class _Layer:
         self.scope = prefix + "rec/" if rec else prefix
         self.unit = unit  # its body: a loop's (rec with a dict unit), a subnetwork's with options
         self.alias_of = _alias_source(desc)
-        # Whether the layer may create TF variables: by its class, or by an option any class reads.
-        self.owns_parameters = (
-            (unit is None and desc["class"] not in PARAMETER_FREE_CLASSES)
-            or any(key in desc and not _unset(desc[key], unset) for key, unset in VARIABLE_OPTIONS.items())
-            or any(desc.get(key) == keyword for key, keyword in VARIABLE_KEYWORDS.items())
-        )
+        self.owns_parameters = _owns_parameters(desc, unit)
+        self.token: Optional[Token] = None  # its reference in the graph, once numbered (see Graph._token)
+
+
+#: The options by which a layer of any class may create TF variables (see _owns_parameters).
+_VARIABLE_KEYS = frozenset(VARIABLE_OPTIONS) | frozenset(VARIABLE_KEYWORDS)
+#: The options that mark a layer as read by its name (see Graph._roots).
+_MARKING_KEYS = frozenset(MARKING_OPTIONS)
+
+
+def _owns_parameters(desc: dict, unit: Optional[_Net]) -> bool:
+    """Whether the layer may create TF variables: by its class, or by an option any class reads (looked at only if
+    the layer has one of those options, as few do: this runs for every layer)."""
+    if unit is None and desc["class"] not in PARAMETER_FREE_CLASSES:
+        return True
+    if _VARIABLE_KEYS.isdisjoint(desc):
+        return False
+    return any(key in desc and not _unset(desc[key], unset) for key, unset in VARIABLE_OPTIONS.items()) or any(
+        desc.get(key) == keyword for key, keyword in VARIABLE_KEYWORDS.items()
+    )
 
 
 class _Net:
@@ -182,14 +198,24 @@ def _single_source(desc: dict) -> Optional[tuple[str, ...]]:
     return None
 
 
+#: Per layer class: the option that may hold the layer's own net dict (see _body).
+_BODY_OPTIONS = {"rec": "unit", "subnetwork": "subnetwork"}
+
+
+def _body(desc: dict) -> Optional[str]:
+    """The option that holds the layer's own net dict: a loop's "unit" (a rec layer with a dict unit), a subnetwork's
+    "subnetwork"; None for a layer without one (checked once per layer: every entry of the net dict is looked at)."""
+    key = _BODY_OPTIONS.get(desc["class"])
+    return key if key is not None and _is_net(desc.get(key)) else None
+
+
 def _flattens(desc: dict) -> bool:
-    """Rule "subnetwork-namespace": a subnetwork layer that is only a namespace. Not with a name_scope: RETURNN's
-    SubnetworkLayer owns every variable under its scope, so with name_scope "" (or another layer's scope) it decides
-    which variables are trainable (a rec cell's under name_scope "" are only through it)."""
+    """Rule "subnetwork-namespace": whether a subnetwork layer (with a net dict, see _body) is only a namespace. Not
+    with a name_scope: RETURNN's SubnetworkLayer owns every variable under its scope, so with name_scope "" (or
+    another layer's scope) it decides which variables are trainable (a rec cell's under name_scope "" are only
+    through it)."""
     return (
-        desc.get("class") == "subnetwork"
-        and _is_net(desc.get("subnetwork"))
-        and set(desc) - INERT_OPTIONS <= {"class", "subnetwork", "from"}
+        set(desc) - INERT_OPTIONS <= {"class", "subnetwork", "from"}
         and "name_scope" not in desc
         and _single_source(desc) is not None
     )
@@ -247,10 +273,9 @@ class Graph:
         self._where = where
         self._root = _Net("root", None, None)
         self._parse(network, self._root, "", 0, where)
-        self._numbers: dict[int, int] = {}  # id(_Layer) -> number
         self._order: list[_Layer] = []
         self.names: list[str] = []
-        self._resolved: dict[tuple[str, int], Any] = {}  # (name, id(_Net)) -> what it finds
+        self._found: dict[tuple[str, int], Any] = {}  # (name, id(_Net)) -> what _find finds for it
         self._names: dict[str, list[tuple[str, _Layer]]] = {}  # a plain name -> the layers of that name
         self._odd_names: list[tuple[str, _Layer]] = []  # layers of names with other characters
         self._index(self._root)
@@ -279,20 +304,18 @@ class Graph:
             except SerializationError as e:
                 raise e.at(f"{where}[{name!r}]['name_scope']")
             layer_where = f"{where}[{name!r}]"
-            if _flattens(desc):
+            body = _body(desc)
+            if body is None:
+                net.layers[name] = _Layer(net.path + name, layer_where, desc, net, layer_prefix)
+                continue
+            if body == "subnetwork" and _flattens(desc):
                 sub = _Net(
                     "sub", net, _Layer(net.path + name, layer_where, desc, net, layer_prefix), _single_source(desc)
                 )
                 net.layers[name] = sub
-                self._parse(desc["subnetwork"], sub, layer_prefix, depth + 1, f"{where}[{name!r}]['subnetwork']")
+                self._parse(desc["subnetwork"], sub, layer_prefix, depth + 1, f"{layer_where}['subnetwork']")
                 continue
-            if desc["class"] == "rec" and _is_net(desc.get("unit")):
-                body, kind = "unit", "loop"
-            elif desc["class"] == "subnetwork" and _is_net(desc.get("subnetwork")):  # a subnetwork with options
-                body, kind = "subnetwork", "subnet"
-            else:
-                net.layers[name] = _Layer(net.path + name, layer_where, desc, net, layer_prefix)
-                continue
+            kind = "loop" if body == "unit" else "subnet"  # a subnetwork with options
             layer = _Layer(net.path + name, layer_where, desc, net, layer_prefix, _Net(kind, net, None))
             layer.unit.owner = layer
             layer.unit.path = layer.path + "/"
@@ -306,7 +329,7 @@ class Graph:
         for name, item in net.layers.items():
             if type(item) is _Net:
                 self._index(item)
-                found = self._find("output", item, 0)
+                found = self._lookup("output", item)
                 if found is None or type(found) is Tagged:
                     continue
                 layer = found[0]
@@ -323,21 +346,25 @@ class Graph:
 
     def _resolve(self, text: str, net: _Net) -> Any:
         """What the name ``text`` read in ``net`` refers to: a token (a layer's number, marked prev/stacked/loop
-        input) or an extern_data key (Tagged), or None if it finds nothing. Once per name and scope: a name finds the
-        same each time (numbers, once given, stay)."""
-        key = (text, id(net))
-        if key not in self._resolved:
-            self._resolved[key] = self._resolve_once(text, net)
-        return self._resolved[key]
-
-    def _resolve_once(self, text: str, net: _Net) -> Any:
-        target = self._find(text, net, 0)
+        input) or an extern_data key (Tagged), or None if it finds nothing."""
+        target = self._lookup(text, net)
         if target is None or isinstance(target, Tagged):
             return target
         layer, stacked, sub, prev = target
-        number = self._number(layer)
-        token = Token(f"{prev}:layer#{number}" if prev else f"stacked:layer#{number}" if stacked else f"layer#{number}")
+        if prev or stacked:
+            token = Token(f"{prev or 'stacked'}:{self._token(layer).text}")
+        else:
+            token = self._token(layer)
         return token if not sub else Tagged(("@sub-layer", token, sub))
+
+    def _lookup(self, text: str, net: _Net) -> Any:
+        """:meth:`_find` of a name read in ``net``, once per name and scope (a name is looked up for its layer's
+        node, for the strings that may name it and for scalar operands): a name finds the same each time."""
+        key = (text, id(net))
+        found = self._found.get(key, _UNSEEN)
+        if found is _UNSEEN:
+            found = self._found[key] = self._find(text, net, 0)
+        return found
 
     def _find(self, text: str, net: _Net, hops: int, prev: str = "") -> Any:
         """(layer, stacked, sub-layer path, prev mark) or a Tagged (extern data, a loop's or subnetwork's input) for
@@ -402,7 +429,7 @@ class Graph:
                 return self._find(net.sources[0], net.parent, hops + 1, prev) if net.sources else None
             return self._data(text, net.parent, hops, prev)
         if net.kind == "loop":  # rule "loops": "data:source" is the per-frame input, other keys extern data's frame
-            loop = Token(f"layer#{self._number(net.owner)}")
+            loop = self._token(net.owner)
             if key == "source":
                 return Tagged(("@prev-loop-input" if prev else "@loop-input", loop))
             return Tagged(("@prev-loop-data" if prev else "@loop-data", loop, key))
@@ -418,7 +445,7 @@ class Graph:
         its node hashes); any other key is the parent's. A concat_sources whose truth this cannot tell ties both."""
         if prev:
             return None
-        owner = Token(f"layer#{self._number(net.owner)}")
+        owner = self._token(net.owner)
         concat = net.owner.desc.get("concat_sources", True)
         sources = net.owner.desc.get("from", "data")
         sources = list(sources) if type(sources) in (list, tuple) else [sources]
@@ -443,13 +470,14 @@ class Graph:
                     return Tagged(("@subnetwork-input", owner, i))
         return self._data(text, net.parent, hops, "")
 
-    def _number(self, layer: _Layer) -> int:
-        number = self._numbers.get(id(layer))
-        if number is None:
-            number = self._numbers[id(layer)] = len(self._order)
+    def _token(self, layer: _Layer) -> Token:
+        """The token of a reference to the layer, one for all its references (thousands in a model); it numbers the
+        layer on first use, which makes it a node of the graph."""
+        if layer.token is None:
+            layer.token = Token(f"layer#{len(self._order)}")
             self._order.append(layer)
             self.names.append(layer.path)
-        return number
+        return layer.token
 
     # Roots.
 
@@ -459,7 +487,7 @@ class Graph:
         named: list[tuple[str, _Layer]] = []
         scoped: list[tuple[str, str, _Layer]] = []
         for layer in self._all_layers(self._root):
-            if ":" in layer.path or any(option in layer.desc for option in MARKING_OPTIONS):
+            if ":" in layer.path or not _MARKING_KEYS.isdisjoint(layer.desc):
                 named.append((f"marked {layer.path}", layer))
             if layer.owns_parameters:
                 scoped.append((layer.prefix, repr(layer.desc.get("param_name")), layer))
@@ -468,19 +496,22 @@ class Graph:
         if output is not None:
             roots["output"] = output
         for key, layer in sorted(named, key=lambda item: item[0]):
-            roots[key] = Token(f"layer#{self._number(layer)}")
+            roots[key] = self._token(layer)
         scopes = sorted(scoped, key=lambda item: (item[0], item[1], item[2].path))
-        roots["parameters"] = [Token(f"layer#{self._number(layer)}") for _, _, layer in scopes]
+        roots["parameters"] = [self._token(layer) for _, _, layer in scopes]
         return roots
 
-    def _all_layers(self, net: _Net):
+    def _all_layers(self, net: _Net) -> list[_Layer]:
+        """The layers of ``net`` and of the scopes in it, each before the layers of its body."""
+        layers = []
         for item in net.layers.values():
-            if isinstance(item, _Net):
-                yield from self._all_layers(item)
+            if type(item) is _Net:
+                layers.extend(self._all_layers(item))
             else:
-                yield item
+                layers.append(item)
                 if item.unit is not None:
-                    yield from self._all_layers(item.unit)
+                    layers.extend(self._all_layers(item.unit))
+        return layers
 
     # Nodes.
 
@@ -505,7 +536,7 @@ class Graph:
             node["@scope"] = layer.scope
         loop = layer.net.loop
         if loop is not None:
-            node["@loop"] = Token(f"layer#{self._number(loop)}")
+            node["@loop"] = self._token(loop)
         if layer.unit is not None:  # RETURNN reads a loop body's "output" and "end", a subnetwork's "output"
             loop = layer.unit.kind == "loop"
             node["@unit" if loop else "@subnetwork"] = {
@@ -526,8 +557,9 @@ class Graph:
         desc = layer.desc
         if desc["class"] not in ("eval", "combine"):
             return None
-        options, sources = desc.keys() - INERT_OPTIONS, _single_source(desc)
-        if desc.get("class") == "eval" and options == {"class", "eval", "from"} and sources and len(sources) == 1:
+        options = desc.keys() - INERT_OPTIONS
+        sources = _single_source(desc) if desc["class"] == "eval" else None
+        if options == {"class", "eval", "from"} and sources and len(sources) == 1:
             found = _scalar_eval(desc["eval"]) if type(desc["eval"]) is str else None
             if found is not None:
                 kind, number, first = found
@@ -549,7 +581,7 @@ class Graph:
 
     def _float_constant(self, text: str, net: _Net) -> Optional[float]:
         """The float of a scalar float32 constant layer that ``text`` finds (without numbering it), else None."""
-        found = self._find(text, net, 0)
+        found = self._lookup(text, net)
         if found is None or type(found) is Tagged or found[1] or found[2] or found[3]:
             return None
         desc = found[0].desc
@@ -661,7 +693,7 @@ class Graph:
         words = set(_WORD_SPLIT.split(text)) | set(_DOTTED_SPLIT.split(text))
         found = [(name, layer.path, layer) for word in words for name, layer in names.get(word, ())]
         found.extend((name, layer.path, layer) for name, layer in self._odd_names if name in text)
-        return [(name, Token(f"layer#{self._number(layer)}")) for name, _, layer in sorted(found, key=lambda f: f[:2])]
+        return [(name, self._token(layer)) for name, _, layer in sorted(found, key=lambda f: f[:2])]
 
     def _nested(self, network: dict, net: _Net, prefix: str) -> Tagged:
         """A net dict in an option other than a subnetwork's or a loop's (e.g. a cond layer's branches): its layers
@@ -669,11 +701,7 @@ class Graph:
         nested = _Net("nested", net, None)
         nested.path = net.path
         self._parse(network, nested, prefix, 1, f"{self._where} (a net dict in an option of {net.path or 'it'})")
-        numbers = {
-            name: Token(f"layer#{self._number(item)}")
-            for name, item in _sorted_items(nested.layers)
-            if type(item) is _Layer
-        }
+        numbers = {name: self._token(item) for name, item in _sorted_items(nested.layers) if type(item) is _Layer}
         return Tagged(("@nested", numbers, self._other(nested, prefix)))
 
     def _other(self, net: _Net, prefix: str) -> dict[str, Any]:
