@@ -38,8 +38,9 @@ RULES: dict[str, Rule] = {
         ),
         Rule(
             "subnetwork-namespace",
-            "A subnetwork layer with at most one input and no other option (no name_scope: RETURNN's SubnetworkLayer "
-            "owns every variable under its scope, which decides what is trainable) is a namespace: its layers join the "
+            "A subnetwork layer with at most one input and no other option (no name_scope but by 'subnetwork-scope': "
+            "RETURNN's SubnetworkLayer owns every variable under its scope, which decides what is trainable) is a "
+            "namespace: its layers join the "
             "graph, a reference to it means its 'output', and 'data' inside it means its input (RETURNN's "
             "SubnetworkLayer copies nothing: its output is the layer 'output' of the subnetwork).",
         ),
