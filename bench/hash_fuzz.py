@@ -1056,10 +1056,42 @@ def rw_scalar_operands(net: Net, rng: random.Random) -> bool:
     return True
 
 
+def rw_subnetwork_scope(net: Net, rng: random.Random) -> bool:
+    """A root subnetwork without name_scope renamed, with name_scope its old name (its layers keep their scope)."""
+    cands = [w for w in layers_of(net) if w.kind == "root" and _renamable(w) and w.desc["class"] == "subnetwork"]
+    cands = [w for w in cands if "name_scope" not in w.desc]
+    if not cands:
+        return False
+    old, new = rng.choice(cands).name, _fresh(net, "renamed")
+    rename(net, old, new)
+    net[new]["name_scope"] = old
+    return True
+
+
+def rw_empty_shape_deps(net: Net, rng: random.Random) -> bool:
+    """An empty shape_deps ([] or ()) on a constant or random layer that has none."""
+    cands = [w for w in layers_of(net) if w.desc["class"] in ("constant", "random") and "shape_deps" not in w.desc]
+    if not cands:
+        return False
+    rng.choice(cands).desc["shape_deps"] = rng.choice(([], ()))
+    return True
+
+
+def rw_static_random(net: Net, rng: random.Random) -> bool:
+    """A static random layer renamed (it owns no variable, so its name is not hashed)."""
+    cands = [w for w in layers_of(net) if _renamable(w) and w.desc["class"] == "random" and w.desc.get("static")]
+    if not cands:
+        return False
+    w = rng.choice(cands)
+    rename(net, w.name, _fresh(net, "renamed"))
+    return True
+
+
 RULE_REWRITES: dict[str, Callable[[Net, random.Random], bool]] = {
     "layer-names": rw_rename,
     "parameter-scope": rw_scope,
     "subnetwork-namespace": rw_wrap_subnetwork,
+    "subnetwork-scope": rw_subnetwork_scope,
     "copy-alias": rw_copy,
     "from-list": rw_from_list,
     "unreached": rw_unreached,
@@ -1067,6 +1099,8 @@ RULE_REWRITES: dict[str, Callable[[Net, random.Random], bool]] = {
     "unset-options": rw_unset_options,
     "value-spellings": rw_value_spellings,
     "scalar-operands": rw_scalar_operands,
+    "empty-shape-deps": rw_empty_shape_deps,
+    "static-random": rw_static_random,
     "loops": lambda net, rng: rw_rename(net, rng, in_loop=True),
 }
 

@@ -39,8 +39,23 @@ def noise(dim: Dim) -> dict:
     return {"class": "random", "shape": [dim], "distribution": "uniform", "minval": 0.0, "maxval": 1.0, "static": True}
 
 
+def plus(*sources: str) -> dict:
+    return {"class": "combine", "kind": "add", "from": list(sources)}
+
+
 def noisy(ff: dict, noise_layer: dict) -> Net:
-    return {"ff": ff, "noise": noise_layer, "output": {"class": "combine", "kind": "add", "from": ["ff", "noise"]}}
+    return {"ff": ff, "noise": noise_layer, "output": plus("ff", "noise")}
+
+
+def initialized(random_name: str, random_layer: dict) -> Net:
+    """A parameter initialized by a random layer, as returnn_common's ``Parameter.initial`` makes it."""
+    weight = {"class": "variable", "shape": [in_dim, hidden_dim], "init_by_layer": random_name}
+    dot = {"class": "dot", "from": ["data", "weight"], "reduce": in_dim}
+    return {random_name: random_layer, "weight": weight, "output": dot}
+
+
+def initial(**options: Any) -> dict:
+    return {"class": "random", "shape": [in_dim, hidden_dim], "distribution": "normal", "static": True, **options}
 
 
 def scaled_loss(**options: Any) -> dict:
@@ -64,6 +79,13 @@ def block(inner: str, output_reads: str) -> dict:
     """A subnetwork layer with an option of its own (concat_sources) around an activation named ``inner``."""
     subnetwork = {inner: relu("data"), "output": out(output_reads)}
     return {"class": "subnetwork", "from": "ff", "concat_sources": True, "subnetwork": subnetwork}
+
+
+def scoped(name_scope: Any, subnetwork: Net) -> dict:
+    """A subnetwork layer of the input, with a name_scope if it is not None (returnn_common's ``lstms.0`` of
+    2022-04, at ``lstms/0``)."""
+    layer = {"class": "subnetwork", "from": "data", "subnetwork": subnetwork}
+    return layer if name_scope is None else {**layer, "name_scope": name_scope}
 
 
 def accumulate(step: str, also: str) -> Net:
@@ -110,6 +132,18 @@ CASES: dict[str, tuple[Net, Net, Net]] = {
             "block": {"class": "subnetwork", "from": "ff", "subnetwork": {"act": relu("data"), "output": out("data")}},
             "output": out("block"),
         },
+    ),
+    "subnetwork-scope": (
+        {"lstms.0": scoped("lstms/0", {"ff": linear("data"), "output": out("ff")}), "output": out("lstms.0")},
+        {
+            "lstms": {
+                "class": "subnetwork",
+                "from": "data",
+                "subnetwork": {"0": scoped(None, {"ff": linear("data"), "output": out("ff")}), "output": out("0")},
+            },
+            "output": out("lstms"),
+        },
+        {"lstms.0": scoped("lstms/1", {"ff": linear("data"), "output": out("ff")}), "output": out("lstms.0")},
     ),
     "copy-alias": (
         {"ff": linear("data"), "act": relu("ff"), "output": out("act")},
@@ -165,6 +199,16 @@ CASES: dict[str, tuple[Net, Net, Net]] = {
             "output": out("scaled"),
         },
     ),
+    "empty-shape-deps": (
+        noisy(linear("data"), noise(hidden_dim)),
+        noisy(linear("data"), {**noise(hidden_dim), "shape_deps": []}),
+        noisy(linear("data"), {**noise(hidden_dim), "shape_deps": [], "maxval": 2.0}),
+    ),
+    "static-random": (
+        {"ff": linear("data"), "rnd": noise(hidden_dim), "output": plus("ff", "rnd")},
+        {"ff": linear("data"), "random_0": noise(hidden_dim), "output": plus("ff", "random_0")},
+        {"ff": linear("data"), "rnd": {**noise(hidden_dim), "maxval": 2.0}, "output": plus("ff", "rnd")},
+    ),
     "loops": (
         accumulate("acc", "prev:acc"),
         accumulate("sum", "prev:sum"),
@@ -180,6 +224,24 @@ MORE_CASES: dict[str, tuple[Net, Net, Net]] = {
         {"ff": linear("data"), "block": block("act", "act"), "output": out("block")},
         {"ff": linear("data"), "block": block("relu_0", "relu_0"), "output": out("block")},
         {"ff": linear("data"), "block": block("act", "data"), "output": out("block")},
+    ),
+    "empty-shape-deps": (
+        {"ff": linear("data"), "offset": {"class": "constant", "value": 1.0}, "output": plus("ff", "offset")},
+        {
+            "ff": linear("data"),
+            "offset": {"class": "constant", "value": 1.0, "shape_deps": ()},
+            "output": plus("ff", "offset"),
+        },
+        {
+            "ff": linear("data"),
+            "offset": {"class": "constant", "value": 2.0, "shape_deps": ()},
+            "output": plus("ff", "offset"),
+        },
+    ),
+    "static-random": (
+        initialized("random", initial(stddev=0.1)),
+        initialized("random_0", initial(stddev=0.1, shape_deps=[])),
+        initialized("random", initial(stddev=0.2)),
     ),
 }
 ALL_CASES = [(rule, case) for rule, case in CASES.items()] + [(rule, case) for rule, case in MORE_CASES.items()]

@@ -374,3 +374,75 @@ def test_inert_options_are_only_checked_or_resolved_into_the_scope():
     assert "verify_out_shape" in inspect.getsource(LayerBase.fixup_out_data)
     for name in ("random", "constant"):
         assert _resolves(_layer_classes()[name], "shape_deps")
+
+
+#: Every line of RETURNN's layers and network code that reads "shape_deps" (but docstrings): each treats [] and the
+#: default () alike (rule "empty-shape-deps").
+_SHAPE_DEPS_READS = {
+    "shape_deps=(),",
+    "self.shape_deps = shape_deps",
+    "deps += self.shape_deps",
+    "return super(ConstantLayer, self).get_dep_layers() + list(self.shape_deps)",
+    'if "shape_deps" in d:',
+    'extra_deps = d["shape_deps"]',
+    'd["shape_deps"] = [get_layer(src_name) for src_name in extra_deps]',
+    'cls, name, shape, dtype="float32", sparse_dim=None, feature_dim=None, shape_deps=(), **kwargs',
+    "out.beam = SearchBeam.get_combined_beam(out.beam, *[dep.output.beam for dep in shape_deps if dep])",
+}
+
+
+def test_empty_shape_deps_are_returnns_default():
+    """Rule "empty-shape-deps": the classes that take shape_deps are SHAPE_DEPS_CLASSES, with the default () in
+    __init__ and get_out_data_from_opts, and no code reads it otherwise than item by item."""
+    import pathlib
+
+    import returnn.tf
+
+    classes = _layer_classes()
+    taking = {name for name, cls in classes.items() if "shape_deps" in inspect.signature(cls.__init__).parameters}
+    assert taking == graph_rules.SHAPE_DEPS_CLASSES
+    for name in taking:
+        for method in (classes[name].__init__, classes[name].get_out_data_from_opts):
+            assert inspect.signature(method).parameters["shape_deps"].default == (), (name, method)
+    root = pathlib.Path(returnn.tf.__file__).parent
+    reads = {
+        line.strip()
+        for path in [root / "network.py", *sorted((root / "layers").glob("*.py"))]
+        for line in path.read_text().splitlines()
+        if "shape_deps" in line and ":param" not in line
+    }
+    assert reads == _SHAPE_DEPS_READS
+
+
+def test_a_static_random_layer_creates_no_variable():
+    """Rule "static-random": with static=True, RandomLayer draws from a constant state (its branch creates no
+    variable, and the generator it makes overrides _create_variable with a plain tensor), and RETURNN builds such a
+    layer without any variable; an int in the shape names a dim after the layer."""
+    from returnn.tf.layers.basic import RandomLayer
+
+    from i6_rc_jobs.semantics import fingerprint
+
+    source = inspect.getsource(RandomLayer.__init__)
+    static = source[source.index("else:  # static is True") : source.index("else:  # state is not None")]
+    assert "_RndGeneratorStaticSeed(" in static
+    assert not re.search(r"add_param|get_variable|tf\.Variable|var_creation_scope|from_seed|from_state", static)
+    custom = source[source.index("class _RndGeneratorCustomState") : source.index("class _RndGeneratorStaticSeed")]
+    assert "def _create_variable" in custom and not re.search(r"add_param|get_variable|tf\.Variable", custom)
+    assert '"%s:dim%i" % (name, i)' in inspect.getsource(RandomLayer.get_out_data_from_opts)
+    noise = {"class": "random", "shape": [in_dim], "distribution": "normal", "static": True}
+    net = {"noise": noise, "output": add("data", "noise")}
+    assert fingerprint(serializer(net).get()).params == {}
+
+
+def test_a_subnetwork_sharing_its_name_scope_is_no_namespace():
+    """Rule "subnetwork-scope" only for a scope of its own: a layer outside under the subnetwork's name_scope would
+    be owned by SubnetworkLayer too (its trainability), so that subnetwork stays a layer."""
+    variable = {"class": "variable", "shape": [in_dim]}
+    inner = {"v": variable, "output": {"class": "copy", "from": "v"}}
+    own = {"class": "subnetwork", "from": [], "name_scope": "sub", "subnetwork": inner}
+    flat = {"v": {**variable, "name_scope": "/sub/v"}, "output": add("data", "w", "v")}
+    for outside, flattened in (("/other/w", True), ("/sub/w", False)):
+        w = {**variable, "name_scope": outside, "trainable": False}
+        a = {"w": w, "s": own, "output": add("data", "w", "s")}
+        same = serializer(a, "graph")._sis_hash() == serializer({**flat, "w": w}, "graph")._sis_hash()
+        assert same is flattened, outside

@@ -12,6 +12,7 @@ import re
 from typing import Any, Optional, Union
 
 from ..serialization.errors import SerializationError
+from ..serialization.refs import DimRef
 from .canonical import Tagged, Token
 from .graph_rules import (
     CLASS_REFERENCE_OPTIONS,
@@ -25,6 +26,7 @@ from .graph_rules import (
     REC_SCOPE_CLASSES,
     SCALAR_FUNCTIONS,
     SCALAR_OPERATORS,
+    SHAPE_DEPS_CLASSES,
     UNSET_VALUES,
     VARIABLE_KEYWORDS,
     VARIABLE_OPTIONS,
@@ -62,7 +64,7 @@ _MARKING_KEYS = frozenset(MARKING_OPTIONS)
 def _owns_parameters(desc: dict, unit: Optional[_Net]) -> bool:
     """Whether the layer may create TF variables: by its class, or by an option any class reads (looked at only if
     the layer has one of those options, as few do: this runs for every layer)."""
-    if unit is None and desc["class"] not in PARAMETER_FREE_CLASSES:
+    if unit is None and desc["class"] not in PARAMETER_FREE_CLASSES and not _static_random(desc):
         return True
     if _VARIABLE_KEYS.isdisjoint(desc):
         return False
@@ -99,6 +101,24 @@ def _sorted_items(value: dict) -> list[tuple[Any, Any]]:
     if all(type(key) is str for key in value):
         return sorted(value.items(), key=lambda item: item[0])
     return list(value.items())
+
+
+def _static_random(desc: dict) -> bool:
+    """Rule "static-random": a random layer that creates no variable (static=True) and makes no dim named after
+    itself (no int in its shape)."""
+    shape = desc.get("shape")
+    return (
+        desc["class"] == "random"
+        and desc.get("static") is True
+        and type(shape) in (list, tuple)
+        and all(type(dim) is DimRef for dim in shape)
+    )
+
+
+def _no_shape_deps(desc: dict) -> bool:
+    """Rule "empty-shape-deps": a constant or random layer's "shape_deps" is [] or ()."""
+    deps = desc.get("shape_deps")
+    return desc["class"] in SHAPE_DEPS_CLASSES and type(deps) in (list, tuple) and not deps
 
 
 def _unset(value: Any, unset: tuple) -> bool:
@@ -210,13 +230,15 @@ def _body(desc: dict) -> Optional[str]:
 
 
 def _flattens(desc: dict) -> bool:
-    """Rule "subnetwork-namespace": whether a subnetwork layer (with a net dict, see _body) is only a namespace. Not
-    with a name_scope: RETURNN's SubnetworkLayer owns every variable under its scope, so with name_scope "" (or
-    another layer's scope) it decides which variables are trainable (a rec cell's under name_scope "" are only
-    through it)."""
+    """Rule "subnetwork-namespace": whether a subnetwork layer (with a net dict, see _body) is only a namespace. With a
+    name_scope only if it is a scope of its own (rule "subnetwork-scope"; Graph checks that no layer outside it has
+    variables under it): RETURNN's SubnetworkLayer owns every variable under its scope, so with name_scope "" (or
+    another layer's scope) it decides which variables are trainable (a rec cell's under name_scope "" are only through
+    it)."""
+    name_scope = desc.get("name_scope")
     return (
         set(desc) - INERT_OPTIONS <= {"class", "subnetwork", "from"}
-        and "name_scope" not in desc
+        and (name_scope is None or (type(name_scope) is str and name_scope.strip("/") != ""))
         and _single_source(desc) is not None
     )
 
@@ -271,8 +293,14 @@ class Graph:
 
     def __init__(self, network: dict, where: str):
         self._where = where
+        self._kept: set[str] = set()  # rule "subnetwork-scope": subnetworks with a name_scope not flattened
         self._root = _Net("root", None, None)
         self._parse(network, self._root, "", 0, where)
+        shared = self._shared_scopes()
+        if shared:
+            self._kept = shared
+            self._root = _Net("root", None, None)
+            self._parse(network, self._root, "", 0, where)
         self._order: list[_Layer] = []
         self.names: list[str] = []
         self._found: dict[tuple[str, int], Any] = {}  # (name, id(_Net)) -> what _find finds for it
@@ -308,7 +336,7 @@ class Graph:
             if body is None:
                 net.layers[name] = _Layer(net.path + name, layer_where, desc, net, layer_prefix)
                 continue
-            if body == "subnetwork" and _flattens(desc):
+            if body == "subnetwork" and _flattens(desc) and layer_where not in self._kept:
                 sub = _Net(
                     "sub", net, _Layer(net.path + name, layer_where, desc, net, layer_prefix), _single_source(desc)
                 )
@@ -323,6 +351,29 @@ class Graph:
                 layer.unit.loop = layer
             net.layers[name] = layer
             self._parse(desc[body], layer.unit, layer.scope, depth + 1, f"{layer_where}[{body!r}]")
+
+    def _shared_scopes(self) -> set[str]:
+        """Rule "subnetwork-scope": the flattened subnetworks with a name_scope under whose scope a layer outside
+        them has variables (SubnetworkLayer would own those too)."""
+        layers = list(self._all_layers(self._root))
+        shared = set()
+        for sub in self._flattened(self._root):
+            if "name_scope" in sub.owner.desc:
+                inside = {id(layer) for layer in self._all_layers(sub)}
+                if any(
+                    layer.owns_parameters and layer.scope.startswith(sub.owner.prefix) and id(layer) not in inside
+                    for layer in layers
+                ):
+                    shared.add(sub.owner.where)
+        return shared
+
+    def _flattened(self, net: _Net):
+        for item in net.layers.values():
+            if type(item) is _Net:
+                yield item
+                yield from self._flattened(item)
+            elif item.unit is not None:
+                yield from self._flattened(item.unit)
 
     def _index(self, net: _Net) -> None:
         """Every layer by its name, for the strings that may name it (:meth:`_ties`); a namespace by its output."""
@@ -525,6 +576,8 @@ class Graph:
                 continue
             if key in UNSET_VALUES and _unset(desc[key], UNSET_VALUES[key][not desc.get("loss")]):  # "unset-options"
                 continue
+            if key == "shape_deps" and _no_shape_deps(desc):  # rule "empty-shape-deps"
+                continue
             value = desc[key]
             if key == "from" and type(value) is str:  # rule "from-list"
                 value = [value]
@@ -585,7 +638,8 @@ class Graph:
         if found is None or type(found) is Tagged or found[1] or found[2] or found[3]:
             return None
         desc = found[0].desc
-        if desc.get("class") != "constant" or desc.keys() - INERT_OPTIONS - {"class", "value", "dtype"}:
+        options = desc.keys() - INERT_OPTIONS - ({"shape_deps"} if _no_shape_deps(desc) else set())
+        if desc.get("class") != "constant" or options - {"class", "value", "dtype"}:
             return None
         spelled = _constant(desc, found[0].where)
         return spelled[0] if spelled is not None and spelled[1] == "float32" and type(spelled[0]) is float else None

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import NamedTuple
 
-GRAPH_FORMAT_VERSION = 2
+GRAPH_FORMAT_VERSION = 3
 
 
 class Rule(NamedTuple):
@@ -38,10 +38,19 @@ RULES: dict[str, Rule] = {
         ),
         Rule(
             "subnetwork-namespace",
-            "A subnetwork layer with at most one input and no other option (no name_scope: RETURNN's SubnetworkLayer "
-            "owns every variable under its scope, which decides what is trainable) is a namespace: its layers join the "
+            "A subnetwork layer with at most one input and no other option (no name_scope but by 'subnetwork-scope': "
+            "RETURNN's SubnetworkLayer owns every variable under its scope, which decides what is trainable) is a "
+            "namespace: its layers join the "
             "graph, a reference to it means its 'output', and 'data' inside it means its input (RETURNN's "
             "SubnetworkLayer copies nothing: its output is the layer 'output' of the subnetwork).",
+        ),
+        Rule(
+            "subnetwork-scope",
+            "A subnetwork layer whose name_scope is a scope of its own (not '' or '/') and under which no layer "
+            "outside it has variables is a namespace as well, its layers under that scope: SubnetworkLayer "
+            "(returnn/tf/layers/basic.py) reads name_scope only through get_absolute_name_scope_prefix, for its "
+            "layers' scope and in update_params_from_subnet, which then owns only its own layers' variables, as "
+            "a subnetwork at that scope without name_scope does.",
         ),
         Rule(
             "copy-alias",
@@ -79,6 +88,22 @@ RULES: dict[str, Rule] = {
             "'source(0) * 0.5' (also +, -, /, //, %, ** and tf.maximum/tf.minimum, either side) and a combine of "
             "the layer with a constant layer of that float (no shape, dtype float32) apply the same TF op to the same "
             "float32 scalar (returnn_common b0f6e44 switched the first for the second in 2022-05).",
+        ),
+        Rule(
+            "empty-shape-deps",
+            "A constant or random layer's 'shape_deps' [] or () is dropped: their transform_config_dict "
+            "(returnn/tf/layers/basic.py) maps it item by item to an empty list of layers, and __init__, "
+            "get_dep_layers and get_out_data_from_opts take the default () alike (an empty beam combination, no "
+            "dependency).",
+        ),
+        Rule(
+            "static-random",
+            "A random layer with static=True and a shape of dims only owns no parameters: RandomLayer.__init__ "
+            "(returnn/tf/layers/basic.py) then draws from a _RndGeneratorStaticSeed, a constant state made from the "
+            "seed (no add_param, no variable; explicit_state beside it is refused), so its name is not hashed, while "
+            "every option (seed, distribution, shape, dtype, static, ...) is. An int in the shape would make a dim "
+            "named after the layer ('<name>:dim0', auto-generated dims of one description are equal), so such a "
+            "layer keeps its scope. A seed not given is drawn in construction order, as dropout's.",
         ),
         Rule(
             "loops",
@@ -207,6 +232,10 @@ INITIAL_STATE_CLASSES = frozenset({"rec", "rnn_cell"})
 SCALAR_OPERATORS = {"+": "add", "-": "sub", "*": "mul", "/": "truediv", "//": "floordiv", "%": "mod", "**": "pow"}
 SCALAR_FUNCTIONS = {"tf.maximum": "maximum", "tf.minimum": "minimum"}
 
+#: Rule "empty-shape-deps": the classes whose transform_config_dict resolves "shape_deps" item by item and whose
+#: __init__ and get_out_data_from_opts default it to () (tests/test_graph_soundness.py checks them).
+SHAPE_DEPS_CLASSES = frozenset({"constant", "random"})
+
 #: Options dropped by the rule "inert-options": "out_shape" (LayerBase.fixup_out_data only verifies it) and
 #: "name_scope" (resolved into the parameter scope). Not "shape_deps": RandomLayer and ConstantLayer resolve it as
 #: layers, whose dims they take (a reference, see CLASS_REFERENCE_OPTIONS).
@@ -214,10 +243,10 @@ INERT_OPTIONS = frozenset({"out_shape", "name_scope"})
 
 #: Layer classes whose code (the class and its bases below LayerBase, in returnn/tf/layers/*.py) creates no TF
 #: variable: no add_param, get_variable, tf.Variable, var_creation_scope, RNN cell or random Generator (RandomLayer
-#: owns its generator state, a variable named after the layer, so it is not here); tests/test_graph_soundness.py
-#: checks each against the pinned RETURNN. Every other class counts as owning parameters (rule "parameter-scope"),
-#: and is never dropped (rule "unreached"). A layer of these classes owns parameters all the same with an option of
-#: VARIABLE_OPTIONS.
+#: owns its generator state, a variable named after the layer, so it is not here, but see rule "static-random");
+#: tests/test_graph_soundness.py checks each against the pinned RETURNN. Every other class counts as owning
+#: parameters (rule "parameter-scope"), and is never dropped (rule "unreached"). A layer of these classes owns
+#: parameters all the same with an option of VARIABLE_OPTIONS.
 PARAMETER_FREE_CLASSES = frozenset(
     {
         "activation",
