@@ -8,6 +8,7 @@ it. Dims stay DimRefs: the canonical form numbers them as for the dict scheme.""
 
 from __future__ import annotations
 
+import bisect
 import re
 from typing import Any, Optional, Union
 
@@ -39,26 +40,33 @@ MAX_DEPTH = 200
 
 
 class _Layer:
-    """One layer of the dict: where it sits (its path in the graph and in the serializer's dicts), its description
-    and its effective TF name scope prefix."""
+    """One layer of the dict: its name in its scope, its path in the graph, its description and its effective TF
+    name scope prefix."""
 
-    __slots__ = ("path", "where", "desc", "net", "prefix", "scope", "unit", "alias_of", "owns_parameters", "token")
+    __slots__ = ("name", "path", "desc", "net", "prefix", "scope", "unit", "alias_of", "owns_parameters", "token")
 
-    def __init__(self, path: str, where: str, desc: dict, net: _Net, prefix: str, unit: Optional[_Net] = None):
-        self.path, self.where, self.desc, self.net, self.prefix = path, where, desc, net, prefix
+    def __init__(self, name: str, desc: dict, net: _Net, prefix: str, unit: Optional[_Net] = None):
+        self.name, self.path, self.desc, self.net, self.prefix = name, net.path + name, desc, net, prefix
         # Rule "parameter-scope": the prefix of its variables (a cell unit's under "rec/" without name_scope).
         rec = desc["class"] in REC_SCOPE_CLASSES and desc.get("name_scope") is None
         self.scope = prefix + "rec/" if rec else prefix
         self.unit = unit  # its body: a loop's (rec with a dict unit), a subnetwork's with options
-        self.alias_of = _alias_source(desc)
+        self.alias_of = _alias_source(desc) if desc["class"] == "copy" else None
         self.owns_parameters = _owns_parameters(desc, unit)
         self.token: Optional[Token] = None  # its reference in the graph, once numbered (see Graph._token)
+
+    @property
+    def where(self) -> str:
+        """Where it sits in the serializer's dicts (for errors only: made when asked)."""
+        return f"{self.net.where}[{self.name!r}]"
 
 
 #: The options by which a layer of any class may create TF variables (see _owns_parameters).
 _VARIABLE_KEYS = frozenset(VARIABLE_OPTIONS) | frozenset(VARIABLE_KEYWORDS)
 #: The options that mark a layer as read by its name (see Graph._roots).
 _MARKING_KEYS = frozenset(MARKING_OPTIONS)
+#: Values that every option takes as they are (Graph._value returns them unchanged), whatever its key.
+_LEAVES = frozenset({bool, int, float, type(None), DimRef})
 
 
 def _owns_parameters(desc: dict, unit: Optional[_Net]) -> bool:
@@ -78,11 +86,12 @@ class _Net:
     or of a subnetwork with options of its own ("subnet"), or a net dict nested in some other option, kept with its
     names ("nested")."""
 
-    def __init__(self, kind: str, parent: Optional[_Net], owner: Optional[_Layer], sources: Any = None):
-        self.kind, self.parent, self.owner, self.sources = kind, parent, owner, sources
+    def __init__(self, kind: str, parent: Optional[_Net], owner: Optional[_Layer], where: str, sources: Any = None):
+        self.kind, self.parent, self.owner, self.where, self.sources = kind, parent, owner, where, sources
         self.layers: dict[str, Union[_Layer, _Net]] = {}  # a flattened subnetwork is its _Net
         self.path = "" if owner is None else owner.path + "/"
         self.other: dict[str, Any] = {}  # entries that are no layer description
+        self.found: dict[str, Any] = {}  # name -> what Graph._find finds for it here
         # the innermost loop this scope sits in
         self.loop: Optional[_Layer] = owner if kind == "loop" else None if parent is None else parent.loop
 
@@ -186,6 +195,17 @@ class _Scalar:
 
 
 _KINDS = frozenset(SCALAR_OPERATORS.values()) | frozenset(SCALAR_FUNCTIONS.values())
+_SCALAR_CLASSES = frozenset({"eval", "combine"})  # the classes of the layers rule "scalar-operands" looks at
+
+#: How Graph._node takes an option, by key (one lookup for the checks of most keys): skipped (rule "inert-options"),
+#: as it is (Graph._option returns a literal option's value unchanged), or by the checks in _node; any other key by
+#: Graph._option.
+_SKIP, _LITERAL, _CHECKED = "skip", "literal", "checked"
+_HANDLING = (
+    {key: _LITERAL for key in LITERAL_OPTIONS if key != "activation"}  # activation: code if it holds "("
+    | {key: _CHECKED for key in (*UNSET_VALUES, "shape_deps", "from", "unit", "subnetwork")}
+    | {key: _SKIP for key in INERT_OPTIONS}
+)
 _UNSIGNED = r"(?:\d+\.\d*(?:e[-+]?\d+)?|\d+e[-+]?\d+)"  # as str(float) writes a finite float
 _FLOAT = rf"-?{_UNSIGNED}"  # as the right operand; on the left "-2.0 ** x" would be -(2.0 ** x)
 _OPERATOR = "|".join(re.escape(op) for op in sorted(SCALAR_OPERATORS, key=len, reverse=True))
@@ -244,8 +264,8 @@ def _flattens(desc: dict) -> bool:
 
 
 def _alias_source(desc: dict) -> Optional[str]:
-    """Rule "copy-alias": the source of a copy of one layer with no other effective option, else None."""
-    if desc.get("class") != "copy" or not desc.keys() - INERT_OPTIONS <= {"class", "from"}:
+    """Rule "copy-alias": the source of a copy layer of one layer with no other effective option, else None."""
+    if not desc.keys() - INERT_OPTIONS <= {"class", "from"}:
         return None
     sources = _single_source(desc)
     if sources is None or len(sources) != 1 or sources[0].startswith("prev:"):
@@ -293,17 +313,15 @@ class Graph:
 
     def __init__(self, network: dict, where: str):
         self._where = where
-        self._kept: set[str] = set()  # rule "subnetwork-scope": subnetworks with a name_scope not flattened
-        self._root = _Net("root", None, None)
-        self._parse(network, self._root, "", 0, where)
-        shared = self._shared_scopes()
-        if shared:
-            self._kept = shared
-            self._root = _Net("root", None, None)
-            self._parse(network, self._root, "", 0, where)
+        self._root = _Net("root", None, None, where)
+        # every layer in parse order (a layer before its body), and in its place each flattened subnetwork with a
+        # name_scope (rule "subnetwork-scope" decides which of them stay flattened, see _keep_shared_scopes)
+        self._layers: list[Union[_Layer, _Net]] = []
+        self._scoped_subs: list[tuple[_Net, str, int, int]] = []  # (subnetwork, its name, its layers' range)
+        self._parse(network, self._root, "", 0, self._layers)
+        self._keep_shared_scopes()
         self._order: list[_Layer] = []
         self.names: list[str] = []
-        self._found: dict[tuple[str, int], Any] = {}  # (name, id(_Net)) -> what _find finds for it
         self._names: dict[str, list[tuple[str, _Layer]]] = {}  # a plain name -> the layers of that name
         self._odd_names: list[tuple[str, _Layer]] = []  # layers of names with other characters
         self._index(self._root)
@@ -318,11 +336,10 @@ class Graph:
 
     # Parsing: scopes and prefixes.
 
-    def _parse(self, network: dict, net: _Net, prefix: str, depth: int, where: str) -> None:
-        """The layers of ``network`` (at ``where`` in the serializer's dicts) into ``net``, under the TF scope
-        ``prefix``."""
+    def _parse(self, network: dict, net: _Net, prefix: str, depth: int, layers: list) -> None:
+        """The layers of ``network`` into ``net``, under the TF scope ``prefix``, each also appended to ``layers``."""
         if depth > MAX_DEPTH:
-            raise SerializationError(f"subnetworks nested deeper than {MAX_DEPTH}").at(where)
+            raise SerializationError(f"subnetworks nested deeper than {MAX_DEPTH}").at(net.where)
         for name, desc in network.items():
             if type(name) is not str or not _is_layer(desc):
                 net.other[name] = desc
@@ -330,50 +347,55 @@ class Graph:
             try:
                 layer_prefix = _scope_prefix(prefix, name, desc.get("name_scope"))
             except SerializationError as e:
-                raise e.at(f"{where}[{name!r}]['name_scope']")
-            layer_where = f"{where}[{name!r}]"
+                raise e.at(f"{net.where}[{name!r}]['name_scope']")
             body = _body(desc)
             if body is None:
-                net.layers[name] = _Layer(net.path + name, layer_where, desc, net, layer_prefix)
+                net.layers[name] = layer = _Layer(name, desc, net, layer_prefix)
+                layers.append(layer)
                 continue
-            if body == "subnetwork" and _flattens(desc) and layer_where not in self._kept:
-                sub = _Net(
-                    "sub", net, _Layer(net.path + name, layer_where, desc, net, layer_prefix), _single_source(desc)
-                )
-                net.layers[name] = sub
-                self._parse(desc["subnetwork"], sub, layer_prefix, depth + 1, f"{layer_where}['subnetwork']")
+            if body == "subnetwork" and _flattens(desc):
+                owner = _Layer(name, desc, net, layer_prefix)
+                net.layers[name] = sub = _Net("sub", net, owner, f"{owner.where}['subnetwork']", _single_source(desc))
+                scoped = "name_scope" in desc
+                if scoped:
+                    layers.append(sub)
+                start = len(layers)
+                self._parse(desc["subnetwork"], sub, layer_prefix, depth + 1, layers)
+                if scoped:
+                    self._scoped_subs.append((sub, name, start, len(layers)))
                 continue
             kind = "loop" if body == "unit" else "subnet"  # a subnetwork with options
-            layer = _Layer(net.path + name, layer_where, desc, net, layer_prefix, _Net(kind, net, None))
+            layer = _Layer(name, desc, net, layer_prefix, _Net(kind, net, None, f"{net.where}[{name!r}][{body!r}]"))
             layer.unit.owner = layer
             layer.unit.path = layer.path + "/"
             if kind == "loop":
                 layer.unit.loop = layer
             net.layers[name] = layer
-            self._parse(desc[body], layer.unit, layer.scope, depth + 1, f"{layer_where}[{body!r}]")
+            layers.append(layer)
+            self._parse(desc[body], layer.unit, layer.scope, depth + 1, layers)
 
-    def _shared_scopes(self) -> set[str]:
-        """Rule "subnetwork-scope": the flattened subnetworks with a name_scope under whose scope a layer outside
-        them has variables (SubnetworkLayer would own those too)."""
-        layers = list(self._all_layers(self._root))
-        shared = set()
-        for sub in self._flattened(self._root):
-            if "name_scope" in sub.owner.desc:
-                inside = {id(layer) for layer in self._all_layers(sub)}
-                if any(
-                    layer.owns_parameters and layer.scope.startswith(sub.owner.prefix) and id(layer) not in inside
-                    for layer in layers
-                ):
-                    shared.add(sub.owner.where)
-        return shared
-
-    def _flattened(self, net: _Net):
-        for item in net.layers.values():
-            if type(item) is _Net:
-                yield item
-                yield from self._flattened(item)
-            elif item.unit is not None:
-                yield from self._flattened(item.unit)
+    def _keep_shared_scopes(self) -> None:
+        """Rule "subnetwork-scope": a flattened subnetwork with a name_scope under whose scope a layer outside it has
+        variables (SubnetworkLayer would own those too) is a layer with its body, as a subnetwork with options. Then
+        :attr:`_layers` holds layers only."""
+        owners = sorted(
+            (layer.scope, i) for i, layer in enumerate(self._layers) if type(layer) is _Layer and layer.owns_parameters
+        )
+        scopes = [scope for scope, _ in owners]
+        for sub, name, start, end in self._scoped_subs:
+            prefix = sub.owner.prefix  # ends with "/": the scopes under it sort from prefix to prefix[:-1] + "0"
+            found = range(bisect.bisect_left(scopes, prefix), bisect.bisect_left(scopes, prefix[:-1] + "0"))
+            if all(start <= owners[i][1] < end for i in found):
+                continue
+            flat = sub.owner
+            sub.kind, sub.sources = "subnet", None
+            sub.owner = layer = _Layer(name, flat.desc, sub.parent, flat.prefix, sub)
+            sub.parent.layers[name] = layer
+        self._layers = [
+            item if type(item) is _Layer else item.owner
+            for item in self._layers
+            if type(item) is _Layer or item.kind == "subnet"
+        ]
 
     def _index(self, net: _Net) -> None:
         """Every layer by its name, for the strings that may name it (:meth:`_ties`); a namespace by its output."""
@@ -402,19 +424,17 @@ class Graph:
         if target is None or isinstance(target, Tagged):
             return target
         layer, stacked, sub, prev = target
+        token = layer.token or self._token(layer)
         if prev or stacked:
-            token = Token(f"{prev or 'stacked'}:{self._token(layer).text}")
-        else:
-            token = self._token(layer)
+            token = Token(f"{prev or 'stacked'}:{token.text}")
         return token if not sub else Tagged(("@sub-layer", token, sub))
 
     def _lookup(self, text: str, net: _Net) -> Any:
         """:meth:`_find` of a name read in ``net``, once per name and scope (a name is looked up for its layer's
         node, for the strings that may name it and for scalar operands): a name finds the same each time."""
-        key = (text, id(net))
-        found = self._found.get(key, _UNSEEN)
+        found = net.found.get(text, _UNSEEN)
         if found is _UNSEEN:
-            found = self._found[key] = self._find(text, net, 0)
+            found = net.found[text] = self._find(text, net, 0)
         return found
 
     def _find(self, text: str, net: _Net, hops: int, prev: str = "") -> Any:
@@ -425,6 +445,10 @@ class Graph:
         previous frame of a copy alias or a namespace is their own (their initial output), not their source's."""
         if hops > MAX_DEPTH:
             return None  # a cycle of aliases: RETURNN cannot build it either; the name stays as it is
+        if ":" not in text and "/" not in text:  # most names: a layer here, no alias
+            item = net.layers.get(text)
+            if type(item) is _Layer and item.alias_of is None:
+                return self._prev(item, False, "", prev)
         while True:
             if text.startswith("base:"):
                 if net.parent is None:
@@ -537,7 +561,7 @@ class Graph:
         then every layer that may own parameters, by its TF scope (rule "parameter-scope")."""
         named: list[tuple[str, _Layer]] = []
         scoped: list[tuple[str, str, _Layer]] = []
-        for layer in self._all_layers(self._root):
+        for layer in self._layers:
             if ":" in layer.path or not _MARKING_KEYS.isdisjoint(layer.desc):
                 named.append((f"marked {layer.path}", layer))
             if layer.owns_parameters:
@@ -552,25 +576,22 @@ class Graph:
         roots["parameters"] = [self._token(layer) for _, _, layer in scopes]
         return roots
 
-    def _all_layers(self, net: _Net) -> list[_Layer]:
-        """The layers of ``net`` and of the scopes in it, each before the layers of its body."""
-        layers = []
-        for item in net.layers.values():
-            if type(item) is _Net:
-                layers.extend(self._all_layers(item))
-            else:
-                layers.append(item)
-                if item.unit is not None:
-                    layers.extend(self._all_layers(item.unit))
-        return layers
-
     # Nodes.
 
     def _node(self, layer: _Layer) -> dict[str, Any]:
-        desc = self._scalar_operation(layer) or layer.desc
+        desc = layer.desc
+        if desc["class"] in _SCALAR_CLASSES:
+            desc = self._scalar_operation(layer) or desc
         node: dict[str, Any] = {}
         for key in sorted(desc):
-            if key in INERT_OPTIONS:  # rule "inert-options"
+            handling = _HANDLING.get(key)
+            if handling is None:
+                node[key] = self._option(layer, key, desc[key])
+                continue
+            if handling is _SKIP:  # rule "inert-options"
+                continue
+            if handling is _LITERAL:
+                node[key] = desc[key]
                 continue
             if layer.unit is not None and key in ("unit", "subnetwork"):  # the body: its layers are nodes, see below
                 continue
@@ -605,11 +626,9 @@ class Graph:
         return node
 
     def _scalar_operation(self, layer: _Layer) -> Optional[dict[str, Any]]:
-        """Rule "scalar-operands": a layer that applies a binary op to one layer and a float, as the combine of that
-        layer with the float (a _Scalar in "from"); None for any other layer."""
+        """Rule "scalar-operands": an eval or combine layer that applies a binary op to one layer and a float, as the
+        combine of that layer with the float (a _Scalar in "from"); None for any other layer of these classes."""
         desc = layer.desc
-        if desc["class"] not in ("eval", "combine"):
-            return None
         options = desc.keys() - INERT_OPTIONS
         sources = _single_source(desc) if desc["class"] == "eval" else None
         if options == {"class", "eval", "from"} and sources and len(sources) == 1:
@@ -618,7 +637,9 @@ class Graph:
                 kind, number, first = found
                 operands = [sources[0], _Scalar(number)]
                 return {"class": "combine", "kind": kind, "from": operands if first else operands[::-1]}
-        if desc.get("class") != "combine" or options != {"class", "kind", "from"} or desc["kind"] not in _KINDS:
+        if desc["class"] != "combine" or options != {"class", "kind", "from"}:
+            return None
+        if type(desc["kind"]) is not str or desc["kind"] not in _KINDS:
             return None
         operands = desc["from"]
         if type(operands) not in (list, tuple) or len(operands) != 2 or not all(type(o) is str for o in operands):
@@ -638,8 +659,10 @@ class Graph:
         if found is None or type(found) is Tagged or found[1] or found[2] or found[3]:
             return None
         desc = found[0].desc
-        options = desc.keys() - INERT_OPTIONS - ({"shape_deps"} if _no_shape_deps(desc) else set())
-        if desc.get("class") != "constant" or options - {"class", "value", "dtype"}:
+        if desc["class"] != "constant":
+            return None
+        others = desc.keys() - INERT_OPTIONS - {"class", "value", "dtype"}
+        if others and not (others == {"shape_deps"} and _no_shape_deps(desc)):
             return None
         spelled = _constant(desc, found[0].where)
         return spelled[0] if spelled is not None and spelled[1] == "float32" and type(spelled[0]) is float else None
@@ -647,6 +670,8 @@ class Graph:
     def _option(self, layer: _Layer, key: str, value: Any) -> Any:
         """An option of a layer as RETURNN reads it: a literal as it is, a reference with its names resolved (rule
         "layer-names"), anything else with the layers it could name tied to it."""
+        if type(value) in _LEAVES:
+            return value
         cls, net = layer.desc["class"], layer.net
         if key == "activation" and type(value) is str and "(" in value:  # code (get_activation_function evals it)
             return self._value(value, net, layer.prefix)
@@ -752,9 +777,9 @@ class Graph:
     def _nested(self, network: dict, net: _Net, prefix: str) -> Tagged:
         """A net dict in an option other than a subnetwork's or a loop's (e.g. a cond layer's branches): its layers
         join the graph with their names, and the option lists them by name."""
-        nested = _Net("nested", net, None)
+        nested = _Net("nested", net, None, f"{self._where} (a net dict in an option of {net.path or 'it'})")
         nested.path = net.path
-        self._parse(network, nested, prefix, 1, f"{self._where} (a net dict in an option of {net.path or 'it'})")
+        self._parse(network, nested, prefix, 1, [])
         numbers = {name: self._token(item) for name, item in _sorted_items(nested.layers) if type(item) is _Layer}
         return Tagged(("@nested", numbers, self._other(nested, prefix)))
 
