@@ -1077,6 +1077,26 @@ def rw_empty_shape_deps(net: Net, rng: random.Random) -> bool:
     return True
 
 
+def rw_extern_shape_deps(net: Net, rng: random.Random) -> bool:
+    """Extern data ("data", "data:data", "data:classes") added to the shape_deps of a constant or random layer outside
+    loops, which spells them as a str, a list or a tuple."""
+    in_loops = {w.path + "/" for w in layers_of(net) if type(w.desc.get("unit")) is dict}
+    cands = [
+        w
+        for w in layers_of(net)
+        if w.desc["class"] in ("constant", "random") and not any(w.path.startswith(loop) for loop in in_loops)
+    ]
+    if not cands:
+        return False
+    w = rng.choice(cands)
+    deps = w.desc.get("shape_deps", [])
+    deps = [deps] if type(deps) is str else list(deps)
+    deps.insert(rng.randrange(len(deps) + 1), rng.choice(("data", "data:data", "data:classes")))
+    spelling = rng.choice((list, tuple, str)) if len(deps) == 1 else rng.choice((list, tuple))
+    w.desc["shape_deps"] = deps[0] if spelling is str else spelling(deps)
+    return True
+
+
 def rw_static_random(net: Net, rng: random.Random) -> bool:
     """A static random layer renamed (it owns no variable, so its name is not hashed)."""
     cands = [w for w in layers_of(net) if _renamable(w) and w.desc["class"] == "random" and w.desc.get("static")]
@@ -1100,6 +1120,7 @@ RULE_REWRITES: dict[str, Callable[[Net, random.Random], bool]] = {
     "value-spellings": rw_value_spellings,
     "scalar-operands": rw_scalar_operands,
     "empty-shape-deps": rw_empty_shape_deps,
+    "extern-shape-deps": rw_extern_shape_deps,
     "static-random": rw_static_random,
     "loops": lambda net, rng: rw_rename(net, rng, in_loop=True),
 }

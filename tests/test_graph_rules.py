@@ -58,6 +58,11 @@ def initial(**options: Any) -> dict:
     return {"class": "random", "shape": [in_dim, hidden_dim], "distribution": "normal", "static": True, **options}
 
 
+def offset(value: float, **options: Any) -> dict:
+    """A constant over the data's time dim, whose sizes come with the data."""
+    return {"class": "constant", "value": value, "shape": [batch_dim, time_dim, hidden_dim], **options}
+
+
 def scaled_loss(**options: Any) -> dict:
     """A loss on the mean of the output (RETURNN's ``as_is`` loss: the value itself)."""
     return {"class": "reduce", "mode": "mean", "axis": hidden_dim, "from": "act", "loss": "as_is", **options}
@@ -204,6 +209,11 @@ CASES: dict[str, tuple[Net, Net, Net]] = {
         noisy(linear("data"), {**noise(hidden_dim), "shape_deps": []}),
         noisy(linear("data"), {**noise(hidden_dim), "shape_deps": [], "maxval": 2.0}),
     ),
+    "extern-shape-deps": (
+        noisy(linear("data"), noise(hidden_dim)),
+        noisy(linear("data"), {**noise(hidden_dim), "shape_deps": "data:data"}),
+        noisy(linear("data"), {**noise(hidden_dim), "shape_deps": ["data"], "maxval": 2.0}),
+    ),
     "static-random": (
         {"ff": linear("data"), "rnd": noise(hidden_dim), "output": plus("ff", "rnd")},
         {"ff": linear("data"), "random_0": noise(hidden_dim), "output": plus("ff", "random_0")},
@@ -237,6 +247,11 @@ MORE_CASES: dict[str, tuple[Net, Net, Net]] = {
             "offset": {"class": "constant", "value": 2.0, "shape_deps": ()},
             "output": plus("ff", "offset"),
         },
+    ),
+    "extern-shape-deps": (
+        {"ff": linear("data"), "offset": offset(1.0), "output": plus("ff", "offset")},
+        {"ff": linear("data"), "offset": offset(1.0, shape_deps=("data:data", "data")), "output": plus("ff", "offset")},
+        {"ff": linear("data"), "offset": offset(2.0, shape_deps=["data:data"]), "output": plus("ff", "offset")},
     ),
     "static-random": (
         initialized("random", initial(stddev=0.1)),
@@ -336,3 +351,41 @@ def test_parameter_scopes_follow_returnn_for_every_spelling():
     assert sorted(fingerprint(serializer.get()).params) == sorted(scoped)
     assert {"abs/a/param", "param", "c/param", "x/y/param", "deep/e/param", "loop/rec/v/param"} < set(scoped)
     assert {"loop/rec/rel/param", "scoped/v/param", "scoped/rel/param"} < set(scoped)
+
+
+def _in_loop(constant: dict) -> Net:
+    unit = {"offset": constant, "output": plus("data:source", "offset")}
+    return {"ff": linear("data"), "output": {"class": "rec", "from": "ff", "axis": time_dim, "unit": unit}}
+
+
+#: Where rule "extern-shape-deps" cannot prove a dependency inert, and keeps it: (without it, with it).
+KEPT_SHAPE_DEPS = {
+    "not-an-extern-data-key": (
+        noisy(linear("data"), noise(hidden_dim)),
+        noisy(linear("data"), {**noise(hidden_dim), "shape_deps": ["data:classes"]}),
+    ),
+    "registered-by-a-layer": (
+        {**noisy(linear("data"), noise(hidden_dim)), "reg": {**out("ff"), "register_as_extern_data": "data"}},
+        {
+            **noisy(linear("data"), {**noise(hidden_dim), "shape_deps": ["data"]}),
+            "reg": {**out("ff"), "register_as_extern_data": "data"},
+        },
+    ),
+    "in-a-loop": (
+        _in_loop({"class": "constant", "value": 1.0, "shape": [batch_dim, hidden_dim]}),
+        _in_loop({"class": "constant", "value": 1.0, "shape": [batch_dim, hidden_dim], "shape_deps": ["base:data"]}),
+    ),
+    "a-net-dict-nested-in-an-option": (
+        {**noisy(linear("data"), noise(hidden_dim)), "x": {**out("ff"), "is_output_layer": True, "other": out("data")}},
+        {
+            **noisy(linear("data"), {**noise(hidden_dim), "shape_deps": ["data"]}),
+            "x": {**out("ff"), "is_output_layer": True, "other": out("data")},
+        },
+    ),
+}
+
+
+@pytest.mark.parametrize("case", KEPT_SHAPE_DEPS.values(), ids=KEPT_SHAPE_DEPS)
+def test_extern_shape_deps_are_kept_where_the_rule_cannot_prove_them_inert(case: tuple[Net, Net]):
+    without, with_deps = case
+    assert graph_hash(without) != graph_hash(with_deps)

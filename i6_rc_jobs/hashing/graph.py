@@ -144,18 +144,22 @@ def _unset(value: Any, unset: tuple) -> bool:
     return False
 
 
-def _respell(node: dict[str, Any], where: str) -> None:
-    """Rule "value-spellings", on a node's options (in place)."""
+def _respell(node: dict[str, Any], layer: _Layer) -> None:
+    """Rule "value-spellings", on the options of a node of a class in _RESPELLED (in place)."""
     if node["class"] == "constant":
-        spelled = _constant(node, where)
+        spelled = _constant(node, layer)
         if spelled is not None:
             node["value"], node["dtype"] = spelled
     if node["class"] in INITIAL_STATE_CLASSES and "initial_state" in node:
         node["initial_state"] = _initial_state(node["initial_state"])
 
 
-def _constant(desc: dict[str, Any], where: str) -> Optional[tuple[Any, Any]]:
-    """A constant layer's scalar value and dtype as the tensor RETURNN makes (rule "value-spellings"): the dtype
+#: The classes whose options rule "value-spellings" respells (see _respell).
+_RESPELLED = frozenset({"constant"}) | INITIAL_STATE_CLASSES
+
+
+def _constant(desc: dict[str, Any], layer: _Layer) -> Optional[tuple[Any, Any]]:
+    """A constant layer's (``desc`` of ``layer``) scalar value and dtype as the tensor RETURNN makes (rule "value-spellings"): the dtype
     given or inferred from the value's type, an int in a float dtype as the float it becomes; None for values that
     are no bool, int or float. An int too large for any float is refused (TF cannot make it: ValueError)."""
     value = desc.get("value", 0.0)  # ConstantLayer's default
@@ -169,7 +173,7 @@ def _constant(desc: dict[str, Any], where: str) -> Optional[tuple[Any, Any]]:
             raise SerializationError(
                 f"an int of {len(str(abs(value)))} digits in dtype {dtype!r}: too large for a float, TF cannot make "
                 "this constant (give a float, e.g. float('inf'), or an int dtype)"
-            ).at(f"{where}['value']") from None
+            ).at(f"{layer.where}['value']") from None
     return value, dtype
 
 
@@ -196,6 +200,8 @@ class _Scalar:
 
 _KINDS = frozenset(SCALAR_OPERATORS.values()) | frozenset(SCALAR_FUNCTIONS.values())
 _SCALAR_CLASSES = frozenset({"eval", "combine"})  # the classes of the layers rule "scalar-operands" looks at
+_EVAL_OPTIONS = frozenset({"class", "eval", "from"})  # their effective options, if the rule applies
+_COMBINE_OPTIONS = frozenset({"class", "kind", "from"})
 
 #: How Graph._node takes an option, by key (one lookup for the checks of most keys): skipped (rule "inert-options"),
 #: as it is (Graph._option returns a literal option's value unchanged), or by the checks in _node; any other key by
@@ -243,10 +249,10 @@ _BODY_OPTIONS = {"rec": "unit", "subnetwork": "subnetwork"}
 
 
 def _body(desc: dict) -> Optional[str]:
-    """The option that holds the layer's own net dict: a loop's "unit" (a rec layer with a dict unit), a subnetwork's
-    "subnetwork"; None for a layer without one (checked once per layer: every entry of the net dict is looked at)."""
-    key = _BODY_OPTIONS.get(desc["class"])
-    return key if key is not None and _is_net(desc.get(key)) else None
+    """The option that holds the layer's own net dict, for a layer of a class in _BODY_OPTIONS: a loop's "unit" (a
+    rec layer with a dict unit), a subnetwork's "subnetwork"; None if it has none."""
+    key = _BODY_OPTIONS[desc["class"]]
+    return key if _is_net(desc.get(key)) else None
 
 
 def _flattens(desc: dict) -> bool:
@@ -311,8 +317,11 @@ class Graph:
     """The graph of one net dict: :attr:`form` (what is hashed, with DimRefs still in it) and :attr:`names` (the
     path in the dict of each numbered layer, for hash-diff)."""
 
-    def __init__(self, network: dict, where: str):
+    def __init__(self, network: dict, where: str, extern_keys: frozenset[str] = frozenset()):
+        """``extern_keys``: the keys of the extern_data the network is run with (rule "extern-shape-deps")."""
         self._where = where
+        self._nested_nets = 0  # net dicts nested in options (see _nested)
+        self._extern_deps: list[dict[str, Any]] = []  # nodes whose "shape_deps" may name extern data
         self._root = _Net("root", None, None, where)
         # every layer in parse order (a layer before its body), and in its place each flattened subnetwork with a
         # name_scope (rule "subnetwork-scope" decides which of them stay flattened, see _keep_shared_scopes)
@@ -330,6 +339,7 @@ class Graph:
         layers: list[dict] = []
         while len(layers) < len(self._order):  # the layers reached, and what they reach, until none is left
             layers.append(self._node(self._order[len(layers)]))
+        self._drop_extern_deps(extern_keys)
         self.form: dict[str, Any] = {"roots": roots, "layers": layers}
         if other:
             self.form["other entries"] = other
@@ -344,11 +354,15 @@ class Graph:
             if type(name) is not str or not _is_layer(desc):
                 net.other[name] = desc
                 continue
-            try:
-                layer_prefix = _scope_prefix(prefix, name, desc.get("name_scope"))
-            except SerializationError as e:
-                raise e.at(f"{net.where}[{name!r}]['name_scope']")
-            body = _body(desc)
+            name_scope = desc.get("name_scope")
+            if name_scope is None and _PLAIN_NAME.fullmatch(name):  # most layers (see _scope_prefix)
+                layer_prefix = prefix + name + "/"
+            else:
+                try:
+                    layer_prefix = _scope_prefix(prefix, name, name_scope)
+                except SerializationError as e:
+                    raise e.at(f"{net.where}[{name!r}]['name_scope']")
+            body = _body(desc) if desc["class"] in _BODY_OPTIONS else None
             if body is None:
                 net.layers[name] = layer = _Layer(name, desc, net, layer_prefix)
                 layers.append(layer)
@@ -604,8 +618,13 @@ class Graph:
                 value = [value]
             elif key == "from" and type(value) is tuple:
                 value = list(value)
+            elif key == "shape_deps" and desc["class"] in SHAPE_DEPS_CLASSES and type(value) in (str, list, tuple):
+                value = [value] if type(value) is str else list(value)  # rule "extern-shape-deps"
+                if layer.net.loop is None:
+                    self._extern_deps.append(node)
             node[key] = self._option(layer, key, value)
-        _respell(node, layer.where)
+        if node["class"] in _RESPELLED:
+            _respell(node, layer)
         if layer.owns_parameters:
             node["@scope"] = layer.scope
         loop = layer.net.loop
@@ -625,24 +644,44 @@ class Graph:
             node["@name"] = layer.path
         return node
 
+    def _drop_extern_deps(self, extern_keys: frozenset[str]) -> None:
+        """Rule "extern-shape-deps": the extern data in the "shape_deps" of a constant or random layer outside loops
+        is dropped, and "shape_deps" if nothing is left. Only data of ``extern_keys`` that no layer registers
+        (register_as_extern_data may bring a beam), and only where every layer is known (no nested net dict)."""
+        if not self._extern_deps or self._nested_nets:
+            return
+        registered = (layer.desc.get("register_as_extern_data") for layer in self._layers)
+        keys = extern_keys - {key for key in registered if type(key) is str}
+        for node in self._extern_deps:
+            deps = [
+                dep for dep in node["shape_deps"] if not (type(dep) is Tagged and dep[0] == "@data" and dep[1] in keys)
+            ]
+            if deps:
+                node["shape_deps"] = deps
+            else:
+                del node["shape_deps"]
+
     def _scalar_operation(self, layer: _Layer) -> Optional[dict[str, Any]]:
         """Rule "scalar-operands": an eval or combine layer that applies a binary op to one layer and a float, as the
         combine of that layer with the float (a _Scalar in "from"); None for any other layer of these classes."""
         desc = layer.desc
         options = desc.keys() - INERT_OPTIONS
-        sources = _single_source(desc) if desc["class"] == "eval" else None
-        if options == {"class", "eval", "from"} and sources and len(sources) == 1:
-            found = _scalar_eval(desc["eval"]) if type(desc["eval"]) is str else None
-            if found is not None:
-                kind, number, first = found
-                operands = [sources[0], _Scalar(number)]
-                return {"class": "combine", "kind": kind, "from": operands if first else operands[::-1]}
-        if desc["class"] != "combine" or options != {"class", "kind", "from"}:
+        if desc["class"] == "eval":
+            sources = _single_source(desc)
+            if options != _EVAL_OPTIONS or not sources or len(sources) != 1 or type(desc["eval"]) is not str:
+                return None
+            found = _scalar_eval(desc["eval"])
+            if found is None:
+                return None
+            kind, number, first = found
+            operands = [sources[0], _Scalar(number)]
+            return {"class": "combine", "kind": kind, "from": operands if first else operands[::-1]}
+        operands = desc.get("from")
+        if type(operands) not in (list, tuple) or len(operands) != 2 or options != _COMBINE_OPTIONS:
+            return None
+        if type(operands[0]) is not str or type(operands[1]) is not str:
             return None
         if type(desc["kind"]) is not str or desc["kind"] not in _KINDS:
-            return None
-        operands = desc["from"]
-        if type(operands) not in (list, tuple) or len(operands) != 2 or not all(type(o) is str for o in operands):
             return None
         numbers = [self._float_constant(operand, layer.net) for operand in operands]
         if (numbers[0] is None) == (numbers[1] is None):
@@ -664,7 +703,7 @@ class Graph:
         others = desc.keys() - INERT_OPTIONS - {"class", "value", "dtype"}
         if others and not (others == {"shape_deps"} and _no_shape_deps(desc)):
             return None
-        spelled = _constant(desc, found[0].where)
+        spelled = _constant(desc, found[0])
         return spelled[0] if spelled is not None and spelled[1] == "float32" and type(spelled[0]) is float else None
 
     def _option(self, layer: _Layer, key: str, value: Any) -> Any:
@@ -777,6 +816,7 @@ class Graph:
     def _nested(self, network: dict, net: _Net, prefix: str) -> Tagged:
         """A net dict in an option other than a subnetwork's or a loop's (e.g. a cond layer's branches): its layers
         join the graph with their names, and the option lists them by name."""
+        self._nested_nets += 1
         nested = _Net("nested", net, None, f"{self._where} (a net dict in an option of {net.path or 'it'})")
         nested.path = net.path
         self._parse(network, nested, prefix, 1, [])

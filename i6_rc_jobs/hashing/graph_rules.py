@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import NamedTuple
 
-GRAPH_FORMAT_VERSION = 3
+GRAPH_FORMAT_VERSION = 4
 
 
 class Rule(NamedTuple):
@@ -95,6 +95,17 @@ RULES: dict[str, Rule] = {
             "(returnn/tf/layers/basic.py) maps it item by item to an empty list of layers, and __init__, "
             "get_dep_layers and get_out_data_from_opts take the default () alike (an empty beam combination, no "
             "dependency).",
+        ),
+        Rule(
+            "extern-shape-deps",
+            "A constant or random layer's 'shape_deps' is a list whichever way it is spelled (transform_config_dict "
+            "makes a str or tuple one), and outside loops the extern data in it ('data', 'data:<key>' of a key of "
+            "the serializer's extern_data that no layer registers with register_as_extern_data) is dropped, then an "
+            "empty list as none: such a dependency only orders construction (extern data exist before any layer), "
+            "gives no beam (SearchBeam.get_combined_beam of none; extern data carry no beam, registered data may) "
+            "and makes no dim (their sizes exist with the data). returnn_common wrote 'shape_deps': ['data:data'] on "
+            "its constants from 2022-08-24. Not in a net with a net dict nested in an option (its layers might "
+            "register).",
         ),
         Rule(
             "static-random",
@@ -232,7 +243,7 @@ INITIAL_STATE_CLASSES = frozenset({"rec", "rnn_cell"})
 SCALAR_OPERATORS = {"+": "add", "-": "sub", "*": "mul", "/": "truediv", "//": "floordiv", "%": "mod", "**": "pow"}
 SCALAR_FUNCTIONS = {"tf.maximum": "maximum", "tf.minimum": "minimum"}
 
-#: Rule "empty-shape-deps": the classes whose transform_config_dict resolves "shape_deps" item by item and whose
+#: Rules "empty-shape-deps" and "extern-shape-deps": the classes whose transform_config_dict resolves "shape_deps" item by item and whose
 #: __init__ and get_out_data_from_opts default it to () (tests/test_graph_soundness.py checks them).
 SHAPE_DEPS_CLASSES = frozenset({"constant", "random"})
 

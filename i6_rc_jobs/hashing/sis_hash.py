@@ -38,9 +38,12 @@ def split_sections(
 
 def layer_graphs(serializer: SerializedNet) -> dict[str, Graph]:
     """The graph of each hashed network part (the network, or each stage), by part name."""
+    sections = serializer.sections()
+    extern_data = next((value for name, value in sections if name == "extern_data"), None) or {}
+    keys = frozenset(key for key in extern_data if type(key) is str)
     return {
-        name: Graph(value, name)
-        for name, value in serializer.sections()
+        name: Graph(value, name, keys)
+        for name, value in sections
         if name != "extern_data" and _is_hashed(serializer, name)
     }
 
