@@ -389,3 +389,13 @@ KEPT_SHAPE_DEPS = {
 def test_extern_shape_deps_are_kept_where_the_rule_cannot_prove_them_inert(case: tuple[Net, Net]):
     without, with_deps = case
     assert graph_hash(without) != graph_hash(with_deps)
+
+
+def test_a_reuse_params_map_ties_only_the_layers_it_names():
+    """The names in a reuse_params map are references: another layer of the same name elsewhere, unreached, is not
+    tied to them (rule "unreached" drops it)."""
+    weight = {"class": "variable", "shape": [in_dim, hidden_dim]}
+    ff = linear("data", reuse_params={"map": {"W": {"layer_output": "w"}}})
+    net = {"w": weight, "ff": ff, "output": out("ff")}
+    elsewhere = {"class": "subnetwork", "from": "data", "subnetwork": {"w": relu("data"), "output": out("data")}}
+    assert graph_hash(net) == graph_hash({**net, "unused": elsewhere})

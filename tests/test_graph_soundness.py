@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import inspect
 import re
-from typing import Any
+from typing import Any, Optional
 
 import pytest
 from returnn.tensor import Dim, batch_dim
@@ -434,15 +434,20 @@ def test_a_static_random_layer_creates_no_variable():
     assert fingerprint(serializer(net).get()).params == {}
 
 
-def test_a_subnetwork_sharing_its_name_scope_is_no_namespace():
-    """Rule "subnetwork-scope" only for a scope of its own: a layer outside under the subnetwork's name_scope would
-    be owned by SubnetworkLayer too (its trainability), so that subnetwork stays a layer."""
+@pytest.mark.parametrize("name_scope", ["sub", None])
+def test_a_subnetwork_sharing_its_scope_is_no_namespace(name_scope: Optional[str]):
+    """Rule "subnetwork-scope" only for a scope of its own, with a name_scope or without (a layer named "sub"): a
+    layer outside under the subnetwork's scope would be owned by SubnetworkLayer too (its trainability), so that
+    subnetwork stays a layer."""
     variable = {"class": "variable", "shape": [in_dim]}
     inner = {"v": variable, "output": {"class": "copy", "from": "v"}}
-    own = {"class": "subnetwork", "from": [], "name_scope": "sub", "subnetwork": inner}
+    own = {"class": "subnetwork", "from": [], "subnetwork": inner}
+    if name_scope is not None:
+        own["name_scope"] = name_scope
+    name = "s" if name_scope is not None else "sub"
     flat = {"v": {**variable, "name_scope": "/sub/v"}, "output": add("data", "w", "v")}
     for outside, flattened in (("/other/w", True), ("/sub/w", False)):
         w = {**variable, "name_scope": outside, "trainable": False}
-        a = {"w": w, "s": own, "output": add("data", "w", "s")}
+        a = {"w": w, name: own, "output": add("data", "w", name)}
         same = serializer(a, "graph")._sis_hash() == serializer({**flat, "w": w}, "graph")._sis_hash()
         assert same is flattened, outside

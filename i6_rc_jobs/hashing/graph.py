@@ -47,11 +47,12 @@ class _Layer:
 
     def __init__(self, name: str, desc: dict, net: _Net, prefix: str, unit: Optional[_Net] = None):
         self.name, self.path, self.desc, self.net, self.prefix = name, net.path + name, desc, net, prefix
+        cls = desc["class"]
         # Rule "parameter-scope": the prefix of its variables (a cell unit's under "rec/" without name_scope).
-        rec = desc["class"] in REC_SCOPE_CLASSES and desc.get("name_scope") is None
+        rec = cls in REC_SCOPE_CLASSES and desc.get("name_scope") is None
         self.scope = prefix + "rec/" if rec else prefix
         self.unit = unit  # its body: a loop's (rec with a dict unit), a subnetwork's with options
-        self.alias_of = _alias_source(desc) if desc["class"] == "copy" else None
+        self.alias_of = _alias_source(desc) if cls == "copy" else None
         self.owns_parameters = _owns_parameters(desc, unit)
         self.token: Optional[Token] = None  # its reference in the graph, once numbered (see Graph._token)
 
@@ -199,6 +200,7 @@ class _Scalar:
 
 
 _KINDS = frozenset(SCALAR_OPERATORS.values()) | frozenset(SCALAR_FUNCTIONS.values())
+_FROM_KEYWORDS = KEYWORDS["from"]
 _SCALAR_CLASSES = frozenset({"eval", "combine"})  # the classes of the layers rule "scalar-operands" looks at
 _EVAL_OPTIONS = frozenset({"class", "eval", "from"})  # their effective options, if the rule applies
 _COMBINE_OPTIONS = frozenset({"class", "kind", "from"})
@@ -256,11 +258,10 @@ def _body(desc: dict) -> Optional[str]:
 
 
 def _flattens(desc: dict) -> bool:
-    """Rule "subnetwork-namespace": whether a subnetwork layer (with a net dict, see _body) is only a namespace. With a
-    name_scope only if it is a scope of its own (rule "subnetwork-scope"; Graph checks that no layer outside it has
-    variables under it): RETURNN's SubnetworkLayer owns every variable under its scope, so with name_scope "" (or
-    another layer's scope) it decides which variables are trainable (a rec cell's under name_scope "" are only through
-    it)."""
+    """Rule "subnetwork-namespace": whether a subnetwork layer (with a net dict, see _body) may be only a namespace:
+    with a name_scope only if it is a scope of its own (rule "subnetwork-scope"). Graph then keeps it a layer if a
+    layer outside it has variables under its scope: RETURNN's SubnetworkLayer owns every variable under its scope,
+    so it decides which of those are trainable."""
     name_scope = desc.get("name_scope")
     return (
         set(desc) - INERT_OPTIONS <= {"class", "subnetwork", "from"}
@@ -323,17 +324,18 @@ class Graph:
         self._nested_nets = 0  # net dicts nested in options (see _nested)
         self._extern_deps: list[dict[str, Any]] = []  # nodes whose "shape_deps" may name extern data
         self._root = _Net("root", None, None, where)
-        # every layer in parse order (a layer before its body), and in its place each flattened subnetwork with a
-        # name_scope (rule "subnetwork-scope" decides which of them stay flattened, see _keep_shared_scopes)
+        # every layer in parse order (a layer before its body), and in its place each flattened subnetwork (rule
+        # "subnetwork-scope" decides which of them stay flattened, see _keep_shared_scopes)
         self._layers: list[Union[_Layer, _Net]] = []
-        self._scoped_subs: list[tuple[_Net, str, int, int]] = []  # (subnetwork, its name, its layers' range)
-        self._parse(network, self._root, "", 0, self._layers)
+        self._subs: list[tuple[_Net, str, int, int]] = []  # (subnetwork, its name, its layers' range)
+        self._parse(network, self._root, "", 0, self._layers, self._subs)
         self._keep_shared_scopes()
         self._order: list[_Layer] = []
         self.names: list[str] = []
-        self._names: dict[str, list[tuple[str, _Layer]]] = {}  # a plain name -> the layers of that name
-        self._odd_names: list[tuple[str, _Layer]] = []  # layers of names with other characters
-        self._index(self._root)
+        # for _ties, made when a string first needs them (many nets have none): a plain name -> the layers of that
+        # name, and the layers of names with other characters
+        self._names: Optional[dict[str, list[tuple[str, _Layer]]]] = None
+        self._odd_names: list[tuple[str, _Layer]] = []
         roots = self._roots()
         other = self._other(self._root, "")  # before the layers are made: names in it may number layers
         layers: list[dict] = []
@@ -346,8 +348,10 @@ class Graph:
 
     # Parsing: scopes and prefixes.
 
-    def _parse(self, network: dict, net: _Net, prefix: str, depth: int, layers: list) -> None:
-        """The layers of ``network`` into ``net``, under the TF scope ``prefix``, each also appended to ``layers``."""
+    def _parse(self, network: dict, net: _Net, prefix: str, depth: int, layers: list, subs: list) -> None:
+        """The layers of ``network`` into ``net``, under the TF scope ``prefix``, each also appended to ``layers``
+        (each flattened subnetwork too, before its layers), and to ``subs`` each flattened subnetwork, its name and
+        the range of its layers in ``layers``."""
         if depth > MAX_DEPTH:
             raise SerializationError(f"subnetworks nested deeper than {MAX_DEPTH}").at(net.where)
         for name, desc in network.items():
@@ -370,13 +374,10 @@ class Graph:
             if body == "subnetwork" and _flattens(desc):
                 owner = _Layer(name, desc, net, layer_prefix)
                 net.layers[name] = sub = _Net("sub", net, owner, f"{owner.where}['subnetwork']", _single_source(desc))
-                scoped = "name_scope" in desc
-                if scoped:
-                    layers.append(sub)
+                layers.append(sub)
                 start = len(layers)
-                self._parse(desc["subnetwork"], sub, layer_prefix, depth + 1, layers)
-                if scoped:
-                    self._scoped_subs.append((sub, name, start, len(layers)))
+                self._parse(desc["subnetwork"], sub, layer_prefix, depth + 1, layers, subs)
+                subs.append((sub, name, start, len(layers)))
                 continue
             kind = "loop" if body == "unit" else "subnet"  # a subnetwork with options
             layer = _Layer(name, desc, net, layer_prefix, _Net(kind, net, None, f"{net.where}[{name!r}][{body!r}]"))
@@ -386,17 +387,17 @@ class Graph:
                 layer.unit.loop = layer
             net.layers[name] = layer
             layers.append(layer)
-            self._parse(desc[body], layer.unit, layer.scope, depth + 1, layers)
+            self._parse(desc[body], layer.unit, layer.scope, depth + 1, layers, subs)
 
     def _keep_shared_scopes(self) -> None:
-        """Rule "subnetwork-scope": a flattened subnetwork with a name_scope under whose scope a layer outside it has
-        variables (SubnetworkLayer would own those too) is a layer with its body, as a subnetwork with options. Then
+        """Rule "subnetwork-scope": a flattened subnetwork under whose scope a layer outside it has variables
+        (SubnetworkLayer would own those too) is a layer with its body, as a subnetwork with options. Then
         :attr:`_layers` holds layers only."""
         owners = sorted(
             (layer.scope, i) for i, layer in enumerate(self._layers) if type(layer) is _Layer and layer.owns_parameters
         )
         scopes = [scope for scope, _ in owners]
-        for sub, name, start, end in self._scoped_subs:
+        for sub, name, start, end in self._subs:
             prefix = sub.owner.prefix  # ends with "/": the scopes under it sort from prefix to prefix[:-1] + "0"
             found = range(bisect.bisect_left(scopes, prefix), bisect.bisect_left(scopes, prefix[:-1] + "0"))
             if all(start <= owners[i][1] < end for i in found):
@@ -614,11 +615,11 @@ class Graph:
             if key == "shape_deps" and _no_shape_deps(desc):  # rule "empty-shape-deps"
                 continue
             value = desc[key]
-            if key == "from" and type(value) is str:  # rule "from-list"
-                value = [value]
-            elif key == "from" and type(value) is tuple:
-                value = list(value)
-            elif key == "shape_deps" and desc["class"] in SHAPE_DEPS_CLASSES and type(value) in (str, list, tuple):
+            if key == "from":  # rule "from-list"; "from" is a reference option of every class (see _option)
+                value = [value] if type(value) is str else list(value) if type(value) is tuple else value
+                node[key] = self._references(value, layer.net, _FROM_KEYWORDS, layer.prefix)
+                continue
+            if key == "shape_deps" and desc["class"] in SHAPE_DEPS_CLASSES and type(value) in (str, list, tuple):
                 value = [value] if type(value) is str else list(value)  # rule "extern-shape-deps"
                 if layer.net.loop is None:
                     self._extern_deps.append(node)
@@ -736,7 +737,10 @@ class Graph:
             found = self._resolve(value, net)
             return found if found is not None else self._value(value, net, prefix)
         if cls is list or cls is tuple:
-            out = [self._references(item, net, keywords, prefix) for item in value]
+            out = []
+            for item in value:  # mostly names ("from"): looked up here, without a call per item
+                found = self._resolve(item, net) if type(item) is str and item not in keywords else None
+                out.append(found if found is not None else self._references(item, net, keywords, prefix))
             return out if cls is list else tuple(out)
         if cls is dict and not _is_net(value) and not _is_layer(value):
             return {key: self._references(item, net, keywords, prefix) for key, item in _sorted_items(value)}
@@ -771,7 +775,7 @@ class Graph:
             return self._references(value, net, frozenset(), prefix)
         if type(value) is not dict or type(value.get("map", {})) is not dict:
             return self._value(value, net, prefix)
-        out = layers(value, ("reuse_layer",))
+        out = layers({key: item for key, item in value.items() if key != "map"}, ("reuse_layer",))
         if "map" in value:
             out["map"] = {
                 key: (
@@ -807,6 +811,9 @@ class Graph:
     def _ties(self, text: str) -> list[tuple[str, Token]]:
         """Every layer whose name occurs in ``text``: as a word (split at what no plain name holds), or for names
         with other characters, anywhere; by name and path (numbers in that order)."""
+        if self._names is None:
+            self._names = {}
+            self._index(self._root)
         names = self._names
         words = set(_WORD_SPLIT.split(text)) | set(_DOTTED_SPLIT.split(text))
         found = [(name, layer.path, layer) for word in words for name, layer in names.get(word, ())]
@@ -819,7 +826,7 @@ class Graph:
         self._nested_nets += 1
         nested = _Net("nested", net, None, f"{self._where} (a net dict in an option of {net.path or 'it'})")
         nested.path = net.path
-        self._parse(network, nested, prefix, 1, [])
+        self._parse(network, nested, prefix, 1, [], [])
         numbers = {name: self._token(item) for name, item in _sorted_items(nested.layers) if type(item) is _Layer}
         return Tagged(("@nested", numbers, self._other(nested, prefix)))
 

@@ -38,19 +38,20 @@ RULES: dict[str, Rule] = {
         ),
         Rule(
             "subnetwork-namespace",
-            "A subnetwork layer with at most one input and no other option (no name_scope but by 'subnetwork-scope': "
-            "RETURNN's SubnetworkLayer owns every variable under its scope, which decides what is trainable) is a "
-            "namespace: its layers join the "
-            "graph, a reference to it means its 'output', and 'data' inside it means its input (RETURNN's "
-            "SubnetworkLayer copies nothing: its output is the layer 'output' of the subnetwork).",
+            "A subnetwork layer with at most one input and no other option (name_scope only by 'subnetwork-scope') "
+            "whose scope no layer outside it has variables under is a namespace: its layers join the graph, a "
+            "reference to it means its 'output', and 'data' inside it means its input (RETURNN's SubnetworkLayer "
+            "copies nothing: its output is the layer 'output' of the subnetwork; it owns every variable under its "
+            "scope, which decides what is trainable, so one that shares its scope stays a layer).",
         ),
         Rule(
             "subnetwork-scope",
-            "A subnetwork layer whose name_scope is a scope of its own (not '' or '/') and under which no layer "
-            "outside it has variables is a namespace as well, its layers under that scope: SubnetworkLayer "
-            "(returnn/tf/layers/basic.py) reads name_scope only through get_absolute_name_scope_prefix, for its "
-            "layers' scope and in update_params_from_subnet, which then owns only its own layers' variables, as "
-            "a subnetwork at that scope without name_scope does.",
+            "A subnetwork layer whose name_scope is a scope of its own (not '' or '/') is a namespace as well, its "
+            "layers under that scope: SubnetworkLayer (returnn/tf/layers/basic.py) reads name_scope only through "
+            "get_absolute_name_scope_prefix, for its layers' scope and in update_params_from_subnet. With or without "
+            "a name_scope, a subnetwork under whose scope a layer outside it has variables (a loop with name_scope "
+            "'' holding a module of the name of one outside it, as returnn_common makes them) stays a layer: "
+            "update_params_from_subnet owns those variables too.",
         ),
         Rule(
             "copy-alias",
