@@ -160,9 +160,10 @@ _RESPELLED = frozenset({"constant"}) | INITIAL_STATE_CLASSES
 
 
 def _constant(desc: dict[str, Any], layer: _Layer) -> Optional[tuple[Any, Any]]:
-    """A constant layer's (``desc`` of ``layer``) scalar value and dtype as the tensor RETURNN makes (rule "value-spellings"): the dtype
-    given or inferred from the value's type, an int in a float dtype as the float it becomes; None for values that
-    are no bool, int or float. An int too large for any float is refused (TF cannot make it: ValueError)."""
+    """A constant layer's (``desc`` of ``layer``) scalar value and dtype as the tensor RETURNN makes (rule
+    "value-spellings"): the dtype given or inferred from the value's type, an int in a float dtype as the float it
+    becomes; None for values that are no bool, int or float. An int too large for any float is refused (TF cannot
+    make it: ValueError)."""
     value = desc.get("value", 0.0)  # ConstantLayer's default
     if type(value) not in (bool, int, float):
         return None

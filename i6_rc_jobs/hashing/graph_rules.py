@@ -244,8 +244,9 @@ INITIAL_STATE_CLASSES = frozenset({"rec", "rnn_cell"})
 SCALAR_OPERATORS = {"+": "add", "-": "sub", "*": "mul", "/": "truediv", "//": "floordiv", "%": "mod", "**": "pow"}
 SCALAR_FUNCTIONS = {"tf.maximum": "maximum", "tf.minimum": "minimum"}
 
-#: Rules "empty-shape-deps" and "extern-shape-deps": the classes whose transform_config_dict resolves "shape_deps" item by item and whose
-#: __init__ and get_out_data_from_opts default it to () (tests/test_graph_soundness.py checks them).
+#: Rules "empty-shape-deps" and "extern-shape-deps": the classes whose transform_config_dict resolves "shape_deps"
+#: item by item and whose __init__ and get_out_data_from_opts default it to () (tests/test_graph_soundness.py checks
+#: them).
 SHAPE_DEPS_CLASSES = frozenset({"constant", "random"})
 
 #: Options dropped by the rule "inert-options": "out_shape" (LayerBase.fixup_out_data only verifies it) and
