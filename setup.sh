@@ -1,9 +1,11 @@
 #!/usr/bin/env bash
-# The one set-up step: .venv with the pinned PyPI packages, the rwth-i6 projects at their pinned commits,
-# i6_rc_jobs installed editable. Idempotent: it only does what is missing, so a second run takes seconds.
+# The one set-up step: .venv with the PyPI packages pinned in requirements-dev.lock, the rwth-i6 projects at their
+# pinned commits (RETURNN with its git submodules), i6_rc_jobs installed editable. Idempotent: it only does what is
+# missing, so a second run takes seconds.
 # ./setup.sh --returnn-range also makes, for each returnn-range/<name>.txt, a Python of its own with that file's
 # PyPI pins (.venv-returnn-<name>: the TensorFlow of that RETURNN's time) and RETURNN at the commit it names
-# (.deps/src/returnn-<name>): the older RETURNNs the tests train written configs with (./test.sh asks for them).
+# (.deps/src/returnn-<name>): the older RETURNNs the tests train written configs with (./test.sh asks for them);
+# they need the system BLAS (Debian's libblas-dev), which it installs as root.
 set -euo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 venv=$root/.venv
@@ -25,6 +27,19 @@ case "${1:-}" in
   --returnn-range) range=1 ;;
   *) die "unknown argument '$1': ./setup.sh [--returnn-range]" ;;
 esac
+
+# 0. With --returnn-range, first what the system must have: RETURNN before 2026-01-02 links its NativeLstm2 op for
+#    the CPU against the system BLAS (tests/test_returnn_range.py). Root installs it; anyone else is told how.
+has_blas() { ldconfig -p | grep '[[:space:]]libblas\.so (' >/dev/null; }
+if [ "$range" = 1 ] && ! has_blas; then
+  [ "$(id -u)" = 0 ] ||
+    die "the older RETURNNs need the system BLAS: run 'sudo apt-get install libblas-dev', then this again"
+  say "installing libblas-dev (apt-get)"
+  { apt-get install -y -q libblas-dev || { apt-get update -q && apt-get install -y -q libblas-dev; }; } >"$log" 2>&1 ||
+    die "apt-get install libblas-dev failed: install the system BLAS, then run ./setup.sh --returnn-range again"
+  has_blas || die "libblas.so is still not in ldconfig's cache after installing libblas-dev: run ldconfig"
+  changed=1
+fi
 
 # A Python 3.11 venv ($1) with exactly the PyPI pins of the requirements file $2; a stamp of the file makes a second
 # run skip pip.
@@ -62,7 +77,7 @@ checkout() {
     changed=1
   fi
   if [ "$(git -C "$dir" rev-parse HEAD 2>/dev/null)" != "$commit" ] ||
-    [ -n "$(git -C "$dir" status --porcelain --untracked-files=no)" ]; then
+    [ -n "$(git -C "$dir" status --porcelain --untracked-files=no --ignore-submodules=all)" ]; then
     if ! git -C "$dir" cat-file -e "$commit^{commit}" 2>/dev/null; then
       say "fetching $url"
       git -C "$dir" fetch -q origin >"$log" 2>&1 || die "cannot fetch $url: check access to github.com"
@@ -74,14 +89,42 @@ checkout() {
   fi
 }
 
-# 1. and 2. The virtual environment with the PyPI packages, exactly as pinned.
-make_venv "$venv" "$root/requirements.txt"
+# The git submodules of the checkout $1 (RETURNN's returnn/extern/...: warp-transducer, kenlm, ...) at the commits it
+# records, from the URLs of its .gitmodules, as `git submodule update --init` does for a user's `git clone
+# --recursive`; one at another commit or with modified tracked files is repaired. A submodule no CPU op needs whose
+# commit cannot be had is left out with a note; any other stops the set-up.
+submodules() {
+  local dir=$1 key path recorded url
+  while read -r key path; do
+    recorded=$(git -C "$dir" rev-parse "HEAD:$path")
+    if [ -e "$dir/$path/.git" ] && [ "$(git -C "$dir/$path" rev-parse HEAD)" = "$recorded" ] &&
+      [ -z "$(git -C "$dir/$path" status --porcelain --untracked-files=no)" ]; then
+      continue
+    fi
+    url=$(git -C "$dir" config -f .gitmodules "${key%.path}.url")
+    # git refuses submodule clones from local paths unless told: a git mirror (url.<path>.insteadOf) makes them so.
+    if git -C "$dir" -c protocol.file.allow=always submodule update -q --init --force -- "$path" </dev/null >"$log" 2>&1; then
+      say "checked out $(basename "$dir")/$path at $recorded"
+      changed=1
+    elif [ "$path" = returnn/extern/blocksparse ]; then
+      git -C "$dir" submodule deinit -q --force -- "$path" >/dev/null 2>&1
+      echo "setup.sh: note: $(basename "$dir")/$path left empty: cannot check out $url at $recorded" \
+        "(OpenAI's blocksparse kernels, GPU only)" >&2
+    else
+      die "cannot check out $url at $recorded into $dir/$path: check access to github.com"
+    fi
+  done < <(git -C "$dir" config -f .gitmodules --get-regexp '^submodule\..*\.path$' || true)
+}
 
-# 3. The rwth-i6 projects from their real URLs, at the commits of rwth-i6.lock; a checkout at another
-#    commit or with modified tracked files is repaired.
+# 1. and 2. The virtual environment with the PyPI packages, exactly as pinned.
+make_venv "$venv" "$root/requirements-dev.lock"
+
+# 3. The rwth-i6 projects from their real URLs, at the commits of rwth-i6.lock, with their git submodules; a
+#    checkout at another commit or with modified tracked files is repaired.
 mkdir -p "$deps/src" "$deps/recipe"
 while read -r name url commit; do
   checkout "$name" "$url" "$deps/src/$name" "$commit" rwth-i6.lock
+  submodules "$deps/src/$name"
 done < <(grep -v '^#' "$root/rwth-i6.lock" | grep .)
 
 # 4. Make them importable the way i6 setups do: i6_core and returnn_common as top-level packages under
@@ -115,6 +158,7 @@ if [ "$range" = 1 ]; then
     [ -n "$commit" ] || die "$requirements names no commit: it needs a line '# returnn <commit>'"
     make_venv "$root/.venv-returnn-$name" "$requirements"
     checkout "returnn-$name" "$url" "$deps/src/returnn-$name" "$commit" "returnn-range/$name.txt"
+    submodules "$deps/src/returnn-$name"
   done
 fi
 

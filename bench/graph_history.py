@@ -104,7 +104,7 @@ RECORD_INPUTS = (
     "i6_rc_jobs/rc_compat.py",
     "i6_rc_jobs/semantics.py",
     "rwth-i6.lock",
-    "requirements.txt",
+    "requirements-dev.lock",
 )
 #: The code the hashes come from: records hashed by another version of it are reported (``--rehash`` updates them).
 HASHING_INPUTS = ("i6_rc_jobs/hashing", "i6_rc_jobs/serialization", "i6_rc_jobs/serializer.py")
