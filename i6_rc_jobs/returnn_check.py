@@ -41,6 +41,7 @@ __all__ = [
     "say_stale_locks",
     "stale_locks",
     "unsupported_returnn",
+    "link_host_compiler_flags_with_gcc",
     "main",
 ]
 
@@ -440,6 +441,29 @@ def say_stale_locks() -> None:
         )
 
 
+def link_host_compiler_flags_with_gcc() -> None:
+    """RETURNN's warp-transducer op (its RNN-T loss) gives its linker nvcc's ``-Xcompiler -fopenmp`` also when it
+    compiles with g++ (without CUDA, as the check does), which g++ passes on to ld, and ld refuses: hand such a flag
+    to g++ itself, as nvcc would, so that the check builds what RETURNN builds with CUDA. Patches RETURNN's native-code
+    compiler in this process, so only the CLI (a process of its own) calls it."""
+    from returnn.util.native_code_compiler import NativeCodeCompiler
+
+    transform = NativeCodeCompiler._transform_ld_flags
+
+    def _transform_ld_flags(self: NativeCodeCompiler, opts: Sequence[str]) -> Sequence[str]:
+        if os.path.basename(self._get_compiler_bin()).startswith("nvcc"):
+            return transform(self, opts)
+        for_gcc, rest, flags = [], [], iter(opts)
+        for flag in flags:
+            if flag == "-Xcompiler":
+                for_gcc.append(next(flags))
+            else:
+                rest.append(flag)
+        return for_gcc + list(transform(self, rest))
+
+    NativeCodeCompiler._transform_ld_flags = _transform_ld_flags
+
+
 def main(argv: Optional[Sequence[str]] = None) -> int:
     """CLI: print the number of layers per epoch, or the error and exit code 1."""
     parser = argparse.ArgumentParser(description="Construct the TF networks of a RETURNN config, as RETURNN would.")
@@ -466,6 +490,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         print(f"error: {too_old}", file=sys.stderr)
         return 2
     say_stale_locks()
+    link_host_compiler_flags_with_gcc()
     try:
         with contextlib.nullcontext() if args.verbose else output_kept():
             result = construct_networks(args.config, args.epochs, as_rnn_py=True)
