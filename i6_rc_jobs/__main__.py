@@ -1,8 +1,11 @@
-"""``python -m i6_rc_jobs <command> ...``"""
+"""``python -m i6_rc_jobs <command> ...``, or ``i6-rc <command> ...`` (the console script of an installed package)."""
 
 from __future__ import annotations
 
+import ast
+import importlib.util
 import os
+import re
 import sys
 
 if not __package__:  # run as ``python recipe/i6_rc_jobs ...``: Python put the package's own directory on sys.path
@@ -18,11 +21,33 @@ COMMANDS = {
 }
 
 
+USAGE = "usage: python -m i6_rc_jobs <command> [options] (or: i6-rc <command> [options])"
+
+
+def summary(command: str) -> str:
+    """The command's module docstring after the usage it starts with, up to its first comma, colon, parenthesis or
+    sentence end: one line, read without importing the command (some import TensorFlow)."""
+    with open(importlib.util.find_spec(COMMANDS[command]).origin) as file:
+        doc = ast.get_docstring(ast.parse(file.read()))
+    return re.split(r"[,:;(]|\. ", " ".join(doc.split(":", 1)[1].split()), maxsplit=1)[0].strip(" .").replace("``", "")
+
+
+def help_text() -> str:
+    """The usage and a line per command, as ``--help`` prints it."""
+    lines = [USAGE, "", "commands:"] + [f"  {name:<12}{summary(name)}" for name in COMMANDS]
+    return "\n".join(lines + ["", "python -m i6_rc_jobs <command> --help: its options, exit statuses and an example"])
+
+
 def main(argv: list[str]) -> int:
+    """Runs the command ``argv`` names; ``--help`` lists the commands (exit status 0), no or an unknown command
+    lists them too, as an error (exit status 2)."""
+    if argv and argv[0] in ("-h", "--help"):
+        print(help_text())
+        return 0
     if not argv or argv[0] not in COMMANDS:
-        print(f"usage: python -m i6_rc_jobs {{{','.join(COMMANDS)}}} ...", file=sys.stderr)
+        said = f"unknown command {argv[0]!r}\n" if argv else ""
+        print(said + help_text(), file=sys.stderr)
         return 2
-    import importlib
 
     try:
         status = importlib.import_module(COMMANDS[argv[0]]).main(argv[1:])
@@ -33,5 +58,10 @@ def main(argv: list[str]) -> int:
         return 1
 
 
+def cli() -> int:
+    """The console script ``i6-rc``."""
+    return main(sys.argv[1:])
+
+
 if __name__ == "__main__":
-    sys.exit(main(sys.argv[1:]))
+    sys.exit(cli())

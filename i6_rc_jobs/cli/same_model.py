@@ -1,5 +1,5 @@
-"""``python -m i6_rc_jobs same-model A B``: whether two RETURNN configs (e.g. the ``returnn.config`` of two
-CreateConfigJobs, before and after a returnn_common update) define the same model, judged by RETURNN itself: each
+"""``python -m i6_rc_jobs same-model A B``: whether two RETURNN configs define the same model (e.g. the
+``returnn.config`` of two CreateConfigJobs, before and after a returnn_common update), judged by RETURNN itself: each
 network (each stage of staged networks) is built with TensorFlow, and their TF variables, initializers, outputs on one fixed input (variables set by
 their names) and reported losses (score keys and values) are compared. Prints ``same model`` or one line per
 difference; a config that cannot be read or built is said in one line, after what RETURNN printed (kept back
