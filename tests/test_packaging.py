@@ -2,6 +2,7 @@
 the console script ``i6-rc``, and a pip install that leaves what the setup's Python has as it was."""
 
 import email
+import pathlib
 import subprocess
 import sys
 import zipfile
@@ -34,7 +35,7 @@ def wheel(tmp_path_factory) -> zipfile.ZipFile:
         "--no-build-isolation",
         "-w",
         str(base),
-        "checkout",
+        "./checkout",
         cwd=base,
     )
     (path,) = base.glob("i6_rc_jobs-*.whl")
@@ -61,20 +62,24 @@ def test_the_wheel_declares_only_runtime_needs_as_ranges_and_the_console_script(
     assert any(name.endswith(".dist-info/LICENSE") for name in wheel.namelist())
 
 
+def _others(freeze: str) -> list[str]:
+    """``pip freeze`` without i6_rc_jobs."""
+    return [line for line in freeze.splitlines() if not line.lower().replace("-", "_").startswith("i6_rc_jobs")]
+
+
 def test_a_setups_pip_installs_it_without_changing_what_the_setup_has(wheel, tmp_path):
-    """A fresh venv (no system site-packages) with a numpy of its own, as a setup's Python has: installing the wheel
-    (with its dependencies) and then the committed checkout (as ``git+file://...@<commit>``) keeps every other
+    """A fresh venv (no system site-packages) with a numpy of its own, as a setup's Python has: installing each way the
+    install guide shows (a checkout's directory, ``git+file://...@<commit>``; with the dependencies) keeps every other
     package as it was, and the console script runs."""
     _run(sys.executable, "-m", "venv", str(tmp_path / "venv"))
-    python = str(tmp_path / "venv" / "bin" / "python")
-    _run(python, "-m", "pip", "install", "-q", "--disable-pip-version-check", "numpy==1.26.3")
-    freeze = [python, "-m", "pip", "freeze", "--disable-pip-version-check"]
-    before = _run(*freeze).splitlines()
-    _run(python, "-m", "pip", "install", "-q", "--disable-pip-version-check", wheel.filename)
-    after = _run(*freeze).splitlines()
-    assert [line for line in after if not line.startswith("i6_rc_jobs")] == before
+    pip = [str(tmp_path / "venv" / "bin" / "python"), "-m", "pip", "--disable-pip-version-check"]
+    _run(*pip, "install", "-q", "numpy==1.26.3")
+    before = _run(*pip, "freeze")
+    checkout = pathlib.Path(wheel.filename).parent / "checkout"
+    commit = _run("git", "-C", str(checkout), "rev-parse", "HEAD").strip()
+    for form in (str(checkout), f"git+file://{checkout}@{commit}"):
+        _run(*pip, "install", "-q", "--force-reinstall", "--no-deps", form)
+        _run(*pip, "install", "-q", form)
+        assert _others(_run(*pip, "freeze")) == _others(before), form
     help_text = _run(str(tmp_path / "venv" / "bin" / "i6-rc"), "--help", cwd=tmp_path)
     assert "commands:" in help_text and "  same-model  " in help_text
-    commit = _run("git", "-C", str(REPO), "rev-parse", "HEAD").strip()
-    _run(python, "-m", "pip", "install", "-q", "--disable-pip-version-check", f"git+file://{REPO}@{commit}")
-    assert [line for line in _run(*freeze).splitlines() if not line.startswith("i6_rc_jobs")] == before
