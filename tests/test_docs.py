@@ -89,12 +89,13 @@ def test_the_examples_of_a_page_run_as_written(page, tmp_path):
 
 
 def test_the_newest_release_in_the_changelog_is_the_package_version():
-    """``i6_rc_jobs.__version__`` is what the CHANGELOG's first release heading names, and what setup.py builds."""
+    """``i6_rc_jobs.__version__`` is what the CHANGELOG's first release heading names, and what pip builds."""
     import i6_rc_jobs
+    from setuptools.config.pyprojecttoml import read_configuration
 
     releases = re.findall(r"^## \[(\d+\.\d+\.\d+)\] - \d{4}-\d{2}-\d{2}$", (REPO / "CHANGELOG.md").read_text(), re.M)
-    built = subprocess.run([sys.executable, "setup.py", "--version"], cwd=REPO, capture_output=True, text=True)
-    assert releases[0] == i6_rc_jobs.__version__ == built.stdout.strip(), (releases, built.stderr[-2000:])
+    built = read_configuration(REPO / "pyproject.toml")["project"]["version"]
+    assert releases[0] == i6_rc_jobs.__version__ == built, releases
     assert releases == sorted(releases, key=lambda v: tuple(map(int, v.split("."))), reverse=True)
 
 

@@ -96,7 +96,8 @@ def test_failing_clone_names_the_url_and_what_to_do(tmp_path):
 
 
 def test_installing_the_repository_installs_one_top_level_package(tmp_path):
-    """What a setup gets from ``pip install`` of the repository: the package ``i6_rc_jobs`` and nothing beside it."""
+    """What a setup gets from ``pip install`` of the repository: the package ``i6_rc_jobs`` and its console script,
+    nothing beside them."""
     source, target = tmp_path / "repository", tmp_path / "site"
     tracked = subprocess.run(["git", "-C", str(REPO), "ls-files"], capture_output=True, text=True, check=True)
     for name in tracked.stdout.split():  # a clean copy: building in the worktree would leave build/ there
@@ -112,6 +113,7 @@ def test_installing_the_repository_installs_one_top_level_package(tmp_path):
     )
     assert proc.returncode == 0, proc.stderr
     installed = sorted(p.name for p in target.iterdir() if not p.name.endswith((".dist-info", ".egg-info")))
-    assert installed == ["i6_rc_jobs"]
+    assert installed == ["bin", "i6_rc_jobs"]
+    assert [p.name for p in (target / "bin").iterdir()] == ["i6-rc"]  # the console script
     (top_level,) = target.glob("*.dist-info/top_level.txt")
     assert top_level.read_text().split() == ["i6_rc_jobs"]
