@@ -147,6 +147,18 @@ def test_an_edit_of_a_dependency_rebuilds_an_unrelated_one_does_not(setup, monke
     assert build_recipes.builds(recipe) == (2 if rebuilds else 1) and _hash(again) == _hash(after)
 
 
+def test_a_rebuild_logs_its_reason_once(setup, caplog):
+    """The stale entry is looked up twice (before and under the lock): the reason it is built again is told once."""
+    recipe, builds, bmodels = setup
+    _lstm(builds, recipe, bmodels)
+    _edit(recipe / "bhelper.py", "FACTOR = 2\n")
+    with caplog.at_level("INFO"):
+        _lstm(builds, recipe, bmodels)
+    reasons = [record.getMessage() for record in caplog.records if "is built again" in record.getMessage()]
+    assert len(reasons) == 1 and reasons[0].endswith(f"{recipe / 'bhelper.py'} changed")
+    assert build_recipes.builds(recipe) == 2
+
+
 def test_a_failing_builder_leaves_no_entry_and_fails_each_time_with_its_error(setup):
     recipe, builds, bmodels = setup
     for attempt in (1, 2):

@@ -1,11 +1,12 @@
-"""The documentation builds without a warning (a broken link or reference, a docstring autodoc cannot import or read,
-fails), every code example in it runs as written, every command line's output on it is what a real run prints, and
-a new user finds each task's page from the README."""
+"""The documentation builds without a warning (a broken link or reference fails), the reference pages are what the
+code generates, every code example in it runs as written, every command line's output on it is what a real run
+prints, and a new user finds each task's page from the README."""
 
 from __future__ import annotations
 
 import html
 import importlib
+import importlib.util
 import os
 import pathlib
 import re
@@ -54,12 +55,21 @@ def test_sphinx_builds_the_docs_warning_free(tmp_path):
     )
     assert done.returncode == 0, done.stderr[-5000:]
     api = (tmp_path / "html" / "reference" / "api.html").read_text()
-    assert "ReturnnCommonSerializer.close" in api and "import_" in api  # autodoc imported the modules
+    assert '<section id="close">' in api and "i6_rc_jobs.imports.import_" in api  # the generated page, rendered
     cli = html.unescape((tmp_path / "html" / "reference" / "cli.html").read_text())
     for name, module in ((name, importlib.import_module(path)) for name, path in COMMANDS.items()):
-        said = [f'id="command-{name}"', module.EXAMPLE, *(status.meaning for status in module.Exit)]
+        said = [f'id="{name}"', module.EXAMPLE, *(status.meaning for status in module.Exit)]
         said += [option for action in module.parser()._actions for option in action.option_strings]
         assert [text for text in said if text not in cli] == [], name
+
+
+def test_the_reference_pages_are_what_the_docstrings_and_commands_generate():
+    """api.md and cli.md are Markdown, written from the code, so that they read anywhere (a repository's web view)."""
+    spec = importlib.util.spec_from_file_location("reference_pages", REPO / "docs" / "_ext" / "reference_pages.py")
+    generator = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(generator)
+    stale = [str(path.relative_to(REPO)) for path, make in generator.PAGES.items() if path.read_text() != make()]
+    assert not stale, f"{', '.join(stale)}: not what the code generates: run {generator.COMMAND}"
 
 
 def test_every_code_block_says_whether_it_runs():

@@ -205,6 +205,12 @@ def test_a_cached_version_needs_neither_git_nor_the_origin_and_the_cache_can_be_
         ("example.org/test", "pkg", "20240102-0123456", "repository 'example.org/test': expected host/owner/name"),
         ("example.org/../origin", "pkg", "20240102-0123456", "repository 'example.org/../origin'"),
         ("example.org/test/...git", "pkg", "20240102-0123456", "repository 'example.org/test/...git'"),
+        (
+            "file://example.org/x",
+            "pkg",
+            "20240102-0123456",
+            "repository 'file://example.org/x': a file:// URL names an",
+        ),
         (REPO, "pkg", "2024-0123456", "version '2024-0123456': expected <date>-<commit>"),
         (REPO, "pkg", "20240102-012345", "version '20240102-012345'"),
         (REPO, "pkg", "20240102-0123456G", "version '20240102-0123456G'"),
@@ -216,6 +222,37 @@ def test_malformed_names_are_refused_before_anything_is_fetched(origin, repo, pa
     with pytest.raises(VersionedImportError, match="^" + message.replace("(", r"\(").replace("[", r"\[")):
         import_(repo, path, version)
     assert not origin.cache.exists()
+
+
+def test_a_repository_on_disk_by_its_path_or_file_url_is_imported_at_versions_as_any_other(origin, tmp_path):
+    """One's own repository (on disk, or a group's server mounted): by its absolute path or its file:// URL, with the
+    same versions, cached per commit, read-only; a process with only the cache unpickles its objects, and one whose
+    cache lacks the version is told the fetch command with the repository's path."""
+    path, version = str(origin.path), origin.version(0)
+    by_path = import_(path, "pkg", version)
+    assert import_(f"file://{path}/", "pkg", origin.version(0)) is by_path and by_path.VALUE == 1
+    assert import_(path, "pkg", origin.version(1)).VALUE == 2
+    (place,) = (origin.cache / "trees" / "file").iterdir()
+    assert place.name.startswith(f"{origin.path.parent.name}-")
+    assert by_path.__file__ == str(place / "origin" / origin.commits[0] / "pkg" / "__init__.py")
+    assert not stat.S_IMODE(os.stat(by_path.__file__).st_mode) & 0o222
+    wrong = "20240103-" + origin.commits[0][:12]
+    with pytest.raises(
+        VersionedImportError, match=f"^{path} version {wrong}: .* the version would be {origin.version(0)}"
+    ):
+        import_(path, "pkg", wrong)
+    pickled = pickle.dumps(by_path.helper.value)
+    shutil.move(origin.path, tmp_path / "moved-away")
+    code = "import pickle, sys; print(pickle.loads(sys.stdin.buffer.read())())"
+    done = subprocess.run([sys.executable, "-c", code], input=pickled, capture_output=True)
+    assert (done.returncode, done.stdout) == (0, b"1\n"), done.stderr
+    node_cache = tmp_path / "node-cache"
+    shutil.copytree(origin.cache / "git", node_cache / "git")
+    done = subprocess.run(
+        [sys.executable, "-c", code], input=pickled, capture_output=True, env={**os.environ, ENV: str(node_cache)}
+    )
+    said = done.stderr.decode().strip().splitlines()[-1]
+    assert said.endswith(f"fetch it first: python -m i6_rc_jobs fetch {path} {version}"), said
 
 
 def test_a_date_that_is_not_the_commits_is_refused_naming_the_right_version(origin):

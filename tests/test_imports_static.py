@@ -16,6 +16,8 @@ import pytest
 
 from i6_rc_jobs.imports import import_
 from i6_rc_jobs.imports.static import Call, Unresolved, find
+from tests.support.pins import version as pinned_version
+from tests.support.sisyphus_setup import REPO as PROJECT
 from tests.test_imports import REPO, Origin, _git, origin  # noqa: F401 (origin: the fixture)
 
 LIB = "example.org/test/lib"
@@ -82,8 +84,8 @@ def test_prefetch_fetches_the_whole_import_graph_and_a_process_without_network_i
         f"config/main.py:8: {REPO} settings.config {origin.version(2)}",
         f"{tree}/app/uses_lib.py:4: {LIB} lib.py {lib_versions[0]}",
         f"{tree}/settings.config:3: {LIB} lib.py {lib_versions[1]}",
-        "config/other.py:5: not resolved statically: version version: not a string literal, nor a name of a string "
-        "assigned once at module level",
+        "config/other.py:5: not resolved statically: version version: not a string literal, nor a name or item of a "
+        "string (or tuple of them) assigned once at module level",
         f"4 calls of import_, 3 versions in the cache {origin.cache}, 1 not resolved statically, 0 errors",
     ]
     shutil.move(origin.path, tmp_path / "moved-away")  # the network is gone: neither repository can be reached
@@ -107,6 +109,25 @@ def test_prefetch_exits_0_when_all_is_fetched_and_2_naming_the_call_of_a_path_no
         "error: config/missing: no such file or directory",
         f"error: config/wrong.py:3: {REPO} version {origin.version(0)}: no file or directory 'nope.py' in it",
     ]
+
+
+def test_prefetch_of_the_examples_recipe_resolves_its_pinned_tuple_and_exits_0(tmp_path):
+    """The example pins returnn_common as ``RETURNN_COMMON = repo, version``, unpacked where it calls import_;
+    returnn_common's GitHub URL is mapped to the checkout of it here (git's insteadOf)."""
+    checkout = PROJECT / ".deps" / "src" / "returnn_common"
+    mirror = {
+        "GIT_CONFIG_COUNT": "1",
+        "GIT_CONFIG_KEY_0": f"url.{checkout}.insteadOf",
+        "GIT_CONFIG_VALUE_0": "https://github.com/rwth-i6/returnn_common",
+        "I6_RC_IMPORTS_CACHE": str(tmp_path / "cache"),
+    }
+    done = _run(PROJECT, "prefetch", "recipe_examples/recipe", **mirror)
+    version = pinned_version("returnn_common")
+    assert done.stdout.splitlines() == [
+        f"recipe_examples/recipe/task12ax_model.py:20: github.com/rwth-i6/returnn_common nn {version}",
+        f"1 calls of import_, 1 versions in the cache {tmp_path / 'cache'}, 0 not resolved statically, 0 errors",
+    ], done.stderr
+    assert done.returncode == 0
 
 
 def test_import_calls_are_found_through_any_import_of_import__and_resolved_only_from_the_source(tmp_path):
@@ -136,8 +157,24 @@ def test_import_calls_are_found_through_any_import_of_import__and_resolved_only_
 
             def later(SHADOWED):
                 return versioned(REPO, "pkg", SHADOWED)
+
+
+            PINNED = REPO, ("20240102-abcdef1")
+            UNPACKED_TWICE = PINNED
+
+
+            def pinned():
+                repo, version = PINNED
+                return versioned(repo, "pkg", version), versioned(PINNED[0], "pkg", PINNED[-1])
+
+
+            def not_known():
+                one, two, three = PINNED
+                a, b = UNPACKED_TWICE
+                a, b = UNPACKED_TWICE
+                return versioned(REPO, "pkg", three), versioned(REPO, "pkg", b), versioned(*PINNED[:1], "pkg", "x")
             """))
-    constant = "not a string literal, nor a name of a string assigned once at module level"
+    constant = "not a string literal, nor a name or item of a string (or tuple of them) assigned once at module level"
     assert find(file) == [
         Call(file, 13, REPO, "pkg", "20240102-abcdef1"),
         Call(file, 14, REPO, "x.config", "20240102-abcdef1"),
@@ -147,6 +184,11 @@ def test_import_calls_are_found_through_any_import_of_import__and_resolved_only_
         Unresolved(file, 18, "import_ is used other than called: calls through it are not found"),
         Unresolved(file, 20, f"version f'20240102-{{REPO}}': {constant}"),
         Unresolved(file, 24, f"version SHADOWED: {constant}"),
+        Call(file, 33, REPO, "pkg", "20240102-abcdef1"),
+        Call(file, 33, REPO, "pkg", "20240102-abcdef1"),
+        Unresolved(file, 40, f"version three: {constant}"),
+        Unresolved(file, 40, f"version b: {constant}"),
+        Unresolved(file, 40, "not import_(repo, path, version): versioned(*PINNED[:1], 'pkg', 'x')"),
     ]
     file.write_text("import_(\n")
     assert find(file) == [Unresolved(file, 1, "cannot be parsed: '(' was never closed")]

@@ -315,3 +315,78 @@ def test_a_failing_task_of_a_worker_is_reported_as_sisyphus_reports_it(tmp_path)
     log = (job / "log.run.1").read_text()
     assert "ValueError: a failing task" in log and "rc_compat" not in log, log[-2000:]
     assert "There is nothing I can do" in proc.stderr and proc.returncode == 0
+
+
+RAW_DIM_FIX = (
+    "is written as its repr, which is no Python code: put the network into a ReturnnCommonSerializer in "
+    "python_prolog, which writes dims as code (or use its DimRefs)"
+)
+
+
+class _Braced:
+    """A value whose repr, as i6_core writes it, does not parse back."""
+
+    def __repr__(self) -> str:
+        return "Braced{1}"
+
+
+def test_a_raw_returnn_dim_or_a_repr_that_is_no_code_in_a_config_is_refused_when_it_is_made():
+    """i6_core writes a config value by its repr: a RETURNN Dim (``Dim{B}``) failed only in the worker with a
+    SyntaxError. A plain ReturnnConfig is refused by CreateConfigJob, a CheckedReturnnConfig when made; a value
+    whose repr is code (also over lines, or a CodeWrapper of a value not computed yet) is accepted."""
+    import pytest
+    from i6_core.returnn.config import CodeWrapper, ReturnnConfig
+    from returnn.tensor import Dim, batch_dim
+    from sisyphus import tk
+
+    from i6_rc_jobs import CheckedReturnnConfig, CreateConfigJob, SerializationError
+
+    out_dim = Dim(5, name="out")
+    path = "returnn_config.config['network']['enc']['out_dim']"
+    for value, said in (
+        (out_dim, f"{path}: Dim{{'out'(5)}} (type returnn.tensor.dim.Dim) {RAW_DIM_FIX}"),
+        (batch_dim, f"{path}: Dim{{B}} (type returnn.tensor.dim.Dim) {RAW_DIM_FIX}"),
+        (
+            _Braced(),
+            f"{path}: Braced{{1}} (type tests.test_setup_mistakes._Braced) is written as its repr, which is no Python "
+            "code: use a plain value, or a CodeWrapper of the code that makes it",
+        ),
+    ):
+        config = {"network": {"enc": {"class": "linear", "from": "data", "out_dim": value}}}
+        with pytest.raises(SerializationError) as raised:
+            CreateConfigJob(ReturnnConfig(config))
+        assert str(raised.value) == said
+        with pytest.raises(SerializationError) as raised:
+            CheckedReturnnConfig(config)
+        assert str(raised.value) == said
+    fine = {"a": CodeWrapper("max(\n  1, 2)  # over lines"), "b": CodeWrapper(tk.Variable("not/computed/yet"))}
+    CreateConfigJob(ReturnnConfig({"network": {"enc": fine}}))
+    CheckedReturnnConfig({"network": {"enc": fine}})
+
+
+def test_a_raw_returnn_dim_in_a_plain_config_ends_the_manager_in_one_line(tmp_path):
+    """The researcher's trap in the real manager: a net dict with a RETURNN Dim in a plain i6_core ReturnnConfig.
+    The manager stops loading the config with the line that names the path and the fix; no job is made."""
+    setup = make_setup(
+        tmp_path,
+        """
+        from i6_core.returnn.config import ReturnnConfig
+        from returnn.tensor import Dim
+        from sisyphus import tk
+
+        from i6_rc_jobs import CreateConfigJob
+
+
+        def main():
+            out_dim = Dim(5, name="out")
+            network = {"enc": {"class": "linear", "from": "data", "out_dim": out_dim}}
+            job = CreateConfigJob(ReturnnConfig({"network": network}))
+            tk.register_output("returnn.config", job.out_config)
+        """,
+    )
+    proc = run_manager(setup, timeout=300)
+    assert proc.stderr.rstrip().splitlines()[-1] == (
+        "i6_rc_jobs.serialization.errors.SerializationError: returnn_config.config['network']['enc']['out_dim']: "
+        f"Dim{{'out'(5)}} (type returnn.tensor.dim.Dim) {RAW_DIM_FIX}"
+    ), proc.stderr[-3000:]
+    assert proc.returncode == 1 and not job_dirs(setup, "CreateConfigJob")

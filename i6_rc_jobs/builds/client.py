@@ -195,16 +195,19 @@ class _Batch:
     # -- lookup ------------------------------------------------------------------------------------------------
 
     def lookup(self, call: Call) -> Optional[Any]:
-        """The result of a verified entry of the call, None if there is none."""
-        self.stale[call.key] = []
+        """The result of a verified entry of the call, None if there is none. A variant found stale stays so for the
+        batch: the second lookup (under the lock) skips it, so that its reason is logged once."""
+        stale = self.stale.setdefault(call.key, [])
         if self.fresh:
             return None
         for variant in self.store.variants(call.key):
+            if variant in stale:
+                continue
             entry = self.store.entry(variant)
             if entry is None or entry.get("builder") != call.name:
                 continue  # not made with this cache's key, corrupt, or half removed
             if not (self.base_holds(entry["base"]) and self.deps_hold(entry)):
-                self.stale[call.key].append(variant)
+                stale.append(variant)
                 continue
             data = self.store.result_bytes(variant, entry)
             if data is None:

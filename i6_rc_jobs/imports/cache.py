@@ -8,6 +8,8 @@ it, so that the cache can be moved or shared:
 - ``trees/<host>/<owner>/<name>/<commit>/``: the files of one commit, with ``.i6_rc_version`` (commit and date);
 - ``locks/...`` and ``tmp/``.
 
+A repository on disk is ``file/<parent>-<digest>/<name>`` in these paths (see :class:`.names.Repo`).
+
 A tree appears by one rename of a complete directory, made under the repository's lock, so that no process ever
 sees a partial tree: a process killed while extracting leaves only a directory in ``tmp/``, which is removed later.
 A version found among the trees needs no git at all. Everything is made with the modes the umask gives (and the group

@@ -17,7 +17,7 @@ from .cache import cache_root
 from .dev import dev_root, state_name
 from .errors import VersionedImportError
 from .git import COMMIT_AND_DATE, run_git
-from .names import Repo
+from .names import LOCAL_HOST, Repo
 
 #: The package of all versioned modules (a real package, so that Python looks for its submodules).
 ROOT_PACKAGE = "i6_rc_jobs.versioned"
@@ -128,9 +128,9 @@ def _not_in_cache(root: Path, fullname: str, parts: list[str]) -> str:
     a version needs) come from the cache's clone of the repository if it has one, else they are left to fill in."""
     commit = parts[3][1:]
     clones = root / "git"
-    repo = next(
+    clone = next(
         (
-            f"{host}/{owner}/{clone.removesuffix('.git')}"
+            clones / host / owner / clone
             for host in _listdir(clones)
             for owner in _listdir(clones / host)
             for clone in _listdir(clones / host / owner)
@@ -138,9 +138,13 @@ def _not_in_cache(root: Path, fullname: str, parts: list[str]) -> str:
         ),
         None,
     )
-    date = None
-    if repo is not None:
-        dated = run_git("--git-dir", str(clones / f"{repo}.git"), *COMMIT_AND_DATE, commit, "--", what=repo)
+    repo = date = None
+    if clone is not None:
+        repo = str(clone.relative_to(clones)).removesuffix(".git")
+        if clone.parent.parent.name == LOCAL_HOST:  # a repository on disk: named by its path, the clone's origin
+            origin = run_git("--git-dir", str(clone), "config", "remote.origin.url", what=repo)
+            repo = origin.stdout.strip().removeprefix("file://") or repo
+        dated = run_git("--git-dir", str(clone), *COMMIT_AND_DATE, commit, "--", what=repo)
         date = dated.stdout.split()[1][:8] if dated.returncode == 0 and dated.stdout.startswith(commit) else None
     what = f"{repo or '/'.join(parts[:3])} commit {commit}"
     if repo is None:

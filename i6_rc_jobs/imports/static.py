@@ -1,7 +1,8 @@
 """Finding ``import_`` calls without running the code (``ast``), and fetching the versions they name together with
 those that the code of these versions names in turn: the whole import graph, into the cache, for nodes that cannot
-reach the repositories. Only what the source says for certain is resolved: string literals, and names of string
-constants assigned once, at module level; every other call is reported with the reason, never guessed."""
+reach the repositories. Only what the source says for certain is resolved: string literals, names of strings or tuples
+of strings assigned once at module level, their items and the names unpacked from them; every other call is reported
+with the reason, never guessed."""
 
 from __future__ import annotations
 
@@ -87,10 +88,16 @@ def _qualified(node: ast.expr, names: dict[str, str]) -> Optional[str]:
     return None
 
 
-def _constants(tree: ast.Module) -> dict[str, str]:
-    """Names bound exactly once in the whole file, by ``NAME = "text"`` at module level: whatever the scope of a
-    use, it can only mean that text."""
+#: What a name stands for when the source alone tells it: a string, or a tuple of them.
+Known = Union[str, tuple[str, ...]]
+
+
+def _constants(tree: ast.Module) -> dict[str, Known]:
+    """Names bound exactly once in the whole file, whatever the scope of a use: by ``NAME = <known>`` at module
+    level, or by unpacking a known tuple anywhere (``repo, version = NAME``), where :func:`_known` tells what is
+    known (a string, a tuple of them, a name or item of one)."""
     bindings: dict[str, int] = {}
+    unpackings: list[ast.Assign] = []
     for node in ast.walk(tree):
         bound = []
         if isinstance(node, ast.Name) and not isinstance(node.ctx, ast.Load):
@@ -105,22 +112,51 @@ def _constants(tree: ast.Module) -> dict[str, str]:
             bound = [node.name]
         elif isinstance(node, (ast.Global, ast.Nonlocal)):
             bound = node.names
+        elif isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Tuple):
+            unpackings.append(node)
         for name in bound:
             bindings[name] = bindings.get(name, 0) + 1
-    constants = {}
+    once = {name for name, count in bindings.items() if count == 1}
+    constants: dict[str, Known] = {}
     for statement in tree.body:
         targets = statement.targets if isinstance(statement, ast.Assign) else [getattr(statement, "target", None)]
-        value = getattr(statement, "value", None)
-        if len(targets) == 1 and isinstance(targets[0], ast.Name) and _is_text(value):
-            constants[targets[0].id] = value.value
-    return {name: text for name, text in constants.items() if bindings.get(name) == 1}
+        if len(targets) == 1 and isinstance(targets[0], ast.Name) and targets[0].id in once:
+            value = _known(getattr(statement, "value", None), constants)
+            if value is not None:
+                constants[targets[0].id] = value
+    for assign in unpackings:
+        names, value = assign.targets[0].elts, _known(assign.value, constants)
+        if isinstance(value, tuple) and len(value) == len(names) and all(isinstance(n, ast.Name) for n in names):
+            constants.update((name.id, item) for name, item in zip(names, value) if name.id in once)
+    return constants
 
 
-def _is_text(node: Optional[ast.expr]) -> bool:
-    return isinstance(node, ast.Constant) and isinstance(node.value, str)
+def _known(node: Optional[ast.expr], constants: dict[str, Known]) -> Optional[Known]:
+    """What ``node`` is, if the source alone tells it: a string literal, a tuple of known strings, a name in
+    ``constants``, or an item of a known tuple by an int literal (``NAME[0]``, ``NAME[-1]``); None otherwise."""
+    if isinstance(node, ast.Constant) and isinstance(node.value, str):
+        return node.value
+    if isinstance(node, ast.Tuple):
+        items = [_known(item, constants) for item in node.elts]
+        return tuple(items) if all(isinstance(item, str) for item in items) else None
+    if isinstance(node, ast.Name):
+        return constants.get(node.id)
+    if isinstance(node, ast.Subscript):
+        value, index = _known(node.value, constants), _int_literal(node.slice)
+        if isinstance(value, tuple) and index is not None and -len(value) <= index < len(value):
+            return value[index]
+    return None
 
 
-def _call(file: Path, call: ast.Call, constants: dict[str, str]) -> Union[Call, Unresolved]:
+def _int_literal(node: ast.expr) -> Optional[int]:
+    try:
+        value = ast.literal_eval(node)
+    except ValueError:
+        return None
+    return value if type(value) is int else None
+
+
+def _call(file: Path, call: ast.Call, constants: dict[str, Known]) -> Union[Call, Unresolved]:
     given = dict(zip(_PARAMETERS, call.args))
     given.update((keyword.arg, keyword.value) for keyword in call.keywords if keyword.arg in _PARAMETERS)
     unknown = [keyword.arg or "**" for keyword in call.keywords if keyword.arg not in _PARAMETERS]
@@ -131,13 +167,13 @@ def _call(file: Path, call: ast.Call, constants: dict[str, str]) -> Union[Call, 
         node = given[parameter]
         if parameter == "version" and isinstance(node, ast.Constant) and node.value is None:
             return Unresolved(file, call.lineno, "version None: development mode imports a working copy, no version")
-        if _is_text(node):
-            texts[parameter] = node.value
-        elif isinstance(node, ast.Name) and node.id in constants:
-            texts[parameter] = constants[node.id]
-        else:
-            reason = "not a string literal, nor a name of a string assigned once at module level"
+        text = _known(node, constants)
+        if not isinstance(text, str):
+            reason = (
+                "not a string literal, nor a name or item of a string (or tuple of them) assigned once at module level"
+            )
             return Unresolved(file, call.lineno, f"{parameter} {ast.unparse(node)}: {reason}")
+        texts[parameter] = text
     return Call(file, call.lineno, texts["repo"], texts["path"], texts["version"])
 
 

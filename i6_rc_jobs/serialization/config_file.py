@@ -5,14 +5,15 @@ from __future__ import annotations
 import copy
 from typing import Any, Callable, Iterator, Optional
 
-from i6_core.returnn.config import ReturnnConfig, unparse_python
+from i6_core.returnn.config import CodeWrapper, ReturnnConfig, unparse_python
+from sisyphus.delayed_ops import DelayedBase
 
 from ..atomic_file import write_atomically
 from .errors import SerializationError, describe
 from .pycode import BUILTINS_CALLED
 from .refs import DimRef, MarkedRef
 from .serialized_net import SerializedNet
-from .values import key_step
+from .values import LEAF_TYPES, is_raw_dim, key_step
 
 
 def serializers_in(returnn_config: ReturnnConfig) -> Iterator[SerializedNet]:
@@ -120,10 +121,13 @@ def _check_behavior_version(returnn_config: ReturnnConfig, needed: int) -> None:
 def _check_values(values: dict[str, Any], root: str, names: set[str], dims: dict[str, DimRef]) -> None:
     """Refuses, in the config's values, what i6_core would write wrongly: a serializer (written as its code, a
     string), a DimRef that the name it is written as does not give back when the config's lines run (no prolog
-    serializer defines that name, or defines another dim by it, e.g. another serializer's dim of another size)."""
+    serializer defines that name, or defines another dim by it, e.g. another serializer's dim of another size), a
+    value whose repr is no Python code (a raw RETURNN Dim)."""
     stack: list[tuple[Any, str]] = [(value, root + key_step(key)) for key, value in values.items()]
     while stack:
         value, path = stack.pop()
+        if type(value) in LEAF_TYPES:
+            continue
         if isinstance(value, SerializedNet):
             raise SerializationError(
                 f"{value!r} as a config value is written as a string: put it into python_prolog"
@@ -153,6 +157,30 @@ def _check_values(values: dict[str, Any], root: str, names: set[str], dims: dict
             stack.extend((item, f"{path}[{i}]") for i, item in enumerate(value))
         elif isinstance(value, (set, frozenset)):
             stack.extend((item, f"{path}{{{describe(item)}}}") for item in value)
+        elif not isinstance(value, DelayedBase):
+            _check_written(value, path)
+
+
+def _check_written(value: Any, path: str) -> None:
+    """i6_core writes a config value by its repr (pprint, or json if the repr starts with ``<``): one that is no
+    Python expression (a raw RETURNN Dim is ``Dim{B}``) would fail only in the worker, with a SyntaxError of the
+    config, and the job with the fixed config would hash as the failed one. The repr is compiled as an expression
+    inside brackets, where i6_core writes it in a container (a CodeWrapper's code may span lines, or end in a
+    comment); a CodeWrapper of a Sisyphus value may not be computed yet."""
+    if isinstance(value, CodeWrapper) and isinstance(value.code, DelayedBase):
+        return
+    try:
+        compile(f"(\n{value!r}\n)", path, "eval")
+    except Exception:  # a SyntaxError, or a repr that fails: the worker could not write or load it either
+        fix = (
+            "put the network into a ReturnnCommonSerializer in python_prolog, which writes dims as code (or use its "
+            "DimRefs)"
+            if is_raw_dim(value)
+            else "use a plain value, or a CodeWrapper of the code that makes it"
+        )
+        raise SerializationError(f"{describe(value)} is written as its repr, which is no Python code: {fix}").at(
+            path
+        ) from None
 
 
 def _same_dim(a: DimRef, b: DimRef) -> bool:

@@ -201,12 +201,17 @@ def check_leaf(value: Any) -> None:
     if callable(value):
         hint = "callables other than functions and classes (bound methods, partials, ...) cannot sit in the dict"
         raise SerializationError(f"{describe(value)}: {hint}: define a function at the top level of a module")
-    if type(value).__name__ == "Dim" and type(value).__module__.startswith("returnn."):
+    if is_raw_dim(value):
         raise SerializationError(
             f"{describe(value)} is a raw RETURNN Dim, put in after conversion: use a DimRef of this serializer "
             f"(e.g. one taken from its dicts) or build a new ReturnnCommonSerializer from the raw dicts"
         )
     raise SerializationError(f"{describe(value)} cannot be written as Python code")
+
+
+def is_raw_dim(value: Any) -> bool:
+    """Whether ``value`` is a RETURNN Dim (whose repr, ``Dim{B}``, is no Python code), without importing RETURNN."""
+    return type(value).__name__ == "Dim" and type(value).__module__.startswith("returnn.")
 
 
 def wrapper_code(wrapper: CodeWrapper) -> str:
