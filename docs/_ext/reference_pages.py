@@ -68,8 +68,9 @@ _API: list[tuple[str, str, list[tuple[str, Optional[str]]]]] = [
 
 _CLI_INTRO = """# Command line
 
-`python -m i6_rc_jobs <command> ...` (with the package only in a setup's `recipe/`: `python recipe/i6_rc_jobs
-<command> ...`). Each command below is generated from the definitions the command runs by (its argument parser,
+`python -m i6_rc_jobs <command> ...`, or `i6-rc <command> ...` where the package is installed with pip (with the
+package only in a setup's `recipe/`: `python recipe/i6_rc_jobs <command> ...`); `--help` lists the commands. Each
+command below is generated from the definitions the command runs by (its argument parser,
 its exit statuses, an example), so this page says what the code does; `--help` says the same. A command line that a
 command cannot parse is refused by argparse with a usage line and exit status 2.
 
