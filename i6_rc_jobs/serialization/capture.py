@@ -9,7 +9,9 @@ base, which RETURNN reads (a tensor's shape) but a written copy cannot carry, is
 description counts: axis strings (``"stag:frames"``) find a copy by it as by its base's. Derived dims that RETURNN's
 dim math makes one object (:func:`math_key`) are one DimRef. Dims that are equal without ``same_as`` (two
 auto-generated dims of one description) stay two variables; both are written with ``auto_generated=True``, so RETURNN
-still finds them equal.
+still finds them equal. A copy that carries its base's derivation (RETURNN's ``declare_same_as`` gives it the base's
+``derived_from_op``) keeps it (``keeps_op``): dim math on it simplifies as on its base; a copy without it is not its
+base, if the base is derived.
 
 Origins: each DimRef made from a Dim carries a random token of that Dim object (``origin``, kept in a table while the
 Dim lives, never hashed nor written). A new serializer makes one DimRef of a raw Dim and of DimRefs of the same origin
@@ -23,6 +25,7 @@ after a run); RETURNN makes both again for the written dim when it builds the ne
 ``[batch, time]``: a length per frame) are set again by the layer that makes the dim (``top_k``,
 ``range_from_length``); in extern data nothing would, and :mod:`.data_sizes` refuses such a dim there. A
 derived dim's ``derived_from_tag`` is one of its inputs, which RETURNN sets again when the written op runs.
+A vocab (on the same base: copies share it) is written as its ``Vocabulary.create_vocab`` options (:mod:`.vocab`).
 """
 
 from __future__ import annotations
