@@ -32,6 +32,8 @@ __all__ = [
     "conv_downsampling",
     "enc_dec_loop",
     "task12ax_lstm",
+    "pooled_search",
+    "with_vocabs",
     "ALL_BUILDERS",
     "construct",
 ]
@@ -88,6 +90,58 @@ def task12ax_lstm() -> RawDicts:
     time axis): one LSTM, softmax, CE loss. Small enough to train for real in a test.
     """
     return lstm_stack(num_layers=1, in_dim=9, num_classes=2, hidden=16)
+
+
+class _PooledSearch(_Model):
+    """Two max-poolings of the time axis (to ceil(time/6)), then a loop over the pooled axis that searches a label
+    per frame: the loop's length is the pooled axis's, which RETURNN infers from its derivation under beam search."""
+
+    def __init__(self, in_dim: nn.Dim, target_dim: nn.Dim):
+        super().__init__()
+        self.enc = nn.Linear(in_dim, nn.FeatureDim("enc", 8))
+        self.out = nn.Linear(self.enc.out_dim, target_dim)
+
+    def __call__(self, x: nn.Tensor, *, spatial_dim: nn.Dim) -> nn.Tensor:
+        x = self.enc(x)
+        # No out_spatial_dim: returnn_common makes each a same_as copy of RETURNN's derived ceil(in/stride).
+        x, pooled_dim = nn.pool1d(x, mode="max", pool_size=2, padding="same", in_spatial_dim=spatial_dim)
+        x, pooled_dim = nn.pool1d(x, mode="max", pool_size=3, padding="same", in_spatial_dim=pooled_dim)
+        loop = nn.Loop(axis=pooled_dim)
+        with loop:
+            logits = self.out(loop.unstack(x))
+            labels = loop.stack(nn.choice(logits, input_type="log_prob", target=None, search=True, beam_size=4))
+        return labels
+
+
+def pooled_search() -> RawDicts:
+    """Two poolings to ceil(time/6) and a loop over the pooled axis with ``nn.choice(search=True)`` in it."""
+    nn.reset_default_root_name_ctx()
+    time_dim = nn.SpatialDim("time")
+    in_feat = nn.FeatureDim("input", 5)
+    data = nn.get_extern_data(nn.Data("data", dim_tags=[nn.batch_dim, time_dim, in_feat]))
+    model = _PooledSearch(in_feat, nn.FeatureDim("target", 7))
+    model(data, spatial_dim=time_dim).mark_as_default_output()
+    return rc_builders.raw_dicts(nn, model)
+
+
+def with_vocabs(vocab_file: str, labels: list[str]) -> RawDicts:
+    """Sparse targets whose dim has a vocab read from ``vocab_file`` (as datasets put it into extern_data), and a
+    linear layer to a dim of its own whose vocab has ``labels`` (a recognition output)."""
+    from returnn.datasets.util.vocabulary import Vocabulary
+
+    nn.reset_default_root_name_ctx()
+    time_dim = nn.SpatialDim("time")
+    in_feat = nn.FeatureDim("input", 5)
+    data = nn.get_extern_data(nn.Data("data", dim_tags=[nn.batch_dim, time_dim, in_feat]))
+    vocab = Vocabulary.create_vocab(vocab_file=vocab_file, unknown_label="<unk>")
+    target_dim = nn.FeatureDim("target", vocab.num_labels)
+    targets = nn.Data("classes", dim_tags=[nn.batch_dim, time_dim], sparse_dim=target_dim, dtype="int32", vocab=vocab)
+    nn.get_extern_data(targets)
+    out_dim = nn.FeatureDim("out-labels", len(labels))
+    out_dim.vocab = Vocabulary.create_vocab(vocab_file=None, labels=labels, unknown_label=None)
+    model = nn.Linear(in_feat, out_dim)
+    model(data).mark_as_default_output()
+    return rc_builders.raw_dicts(nn, model)
 
 
 ALL_BUILDERS = {

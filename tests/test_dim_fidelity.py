@@ -3,7 +3,10 @@ size and kind, dims of one origin from several serializers, DimRef fields, and l
 
 from __future__ import annotations
 
+import pathlib
 import pickle
+import subprocess
+import sys
 
 import numpy
 import pytest
@@ -15,6 +18,9 @@ from i6_rc_jobs.hashing.sis_hash import canonical_form
 from i6_rc_jobs.returnn_check import network_in_new_graph
 from i6_rc_jobs.semantics import load_config
 from i6_rc_jobs.serialization.refs import DimRef
+from tests.support.dims import DimMap, assert_equal_up_to_dims
+
+REPO = pathlib.Path(__file__).resolve().parent.parent
 
 
 def load(code: str) -> dict:
@@ -280,3 +286,110 @@ def test_derived_dim_of_another_size_or_kind_than_its_op_gives_is_refused():
     wrong = Dim(9, description="a+1", derived_from_op=Op("add", [a, Dim(1, description="one")]), kind=Dim.Types.Spatial)
     with pytest.raises(SerializationError, match=r"^network\['x'\]: .*kind and size \('spatial', 9\) are not the"):
         ReturnnCommonSerializer(network={"x": wrong})
+
+
+# A same_as copy of a derived dim keeps its base's derivation (returnn_common's pooled axes).
+
+
+def test_returnn_searches_the_written_loop_over_a_pooled_axis():
+    """returnn_common makes a pooled axis a same_as copy of RETURNN's ceil(time/stride) that carries the derivation;
+    the second pooling simplifies to ceil(time/6) on it, the base of the loop's axis. A copy without it makes a dim of
+    its own there, and under beam search RETURNN cannot infer the loop's length."""
+    from tests import rc_models
+
+    extern_data, network = rc_models.pooled_search()
+    config = load_config(ReturnnCommonSerializer(extern_data=extern_data, network=network).get())
+    with network_in_new_graph(config, config.typed_dict["network"], train_flag=False, search_flag=True) as net:
+        assert net.get_layer("output").output.beam is not None
+
+
+def test_a_pooled_axis_loads_with_the_derivation_it_had():
+    from tests import rc_models
+
+    extern_data, network = rc_models.pooled_search()
+    axis = network["loop"]["axis"]
+    assert axis.get_same_base() is not axis and axis.derived_from_op is axis.get_same_base().derived_from_op
+    loaded = load(ReturnnCommonSerializer(extern_data=extern_data, network=network).get())
+    loaded_axis = loaded["network"]["loop"]["axis"]
+    assert loaded_axis.derived_from_op is loaded_axis.get_same_base().derived_from_op is not None
+    dims = DimMap()  # checks the derivation of every dim, copies among them
+    assert_equal_up_to_dims(extern_data, loaded["extern_data"], dims, "extern_data")
+    assert_equal_up_to_dims(network, loaded["network"], dims, "network")
+
+
+def _pooled(keeps_op: bool) -> dict:
+    time = _time()
+    pooled = time.ceildiv_right(2)
+    copy = pooled.copy(description="pooled")
+    if keeps_op:  # what RETURNN's declare_same_as gives the copy
+        copy = Dim(None, description="pooled", kind=Dim.Types.Spatial, derived_from_op=pooled.derived_from_op)
+        copy.same_as = pooled
+    return {"a": {"axis": copy, "in": time}}
+
+
+def test_a_copy_with_its_base_s_derivation_hashes_apart_from_one_without_and_each_loads_as_it_was():
+    with_op, without = _pooled(True), _pooled(False)
+    assert _hash(with_op) != _hash(without)
+    for network, keeps_op in ((with_op, True), (without, False)):
+        loaded = load(ReturnnCommonSerializer(network=network).get())["network"]
+        assert (loaded["a"]["axis"].derived_from_op is not None) is keeps_op
+        assert_equal_up_to_dims(network, loaded, DimMap())
+
+
+def test_a_copy_derived_otherwise_than_its_base_is_refused_with_its_path():
+    time = _time()
+    copy = time.ceildiv_right(2).copy(description="pooled")
+    copy._extra.derived_from_op = (time // 3).derived_from_op
+    with pytest.raises(SerializationError, match=r"^network\['a'\]: .*not by its base's derivation"):
+        ReturnnCommonSerializer(network={"a": copy})
+
+
+# A dim's vocab is written as the options RETURNN makes it from.
+
+
+def _vocab_file(path, labels: list[str]) -> str:
+    path.write_text(repr({label: i for i, label in enumerate(labels)}))
+    return str(path)
+
+
+def test_vocabs_of_extern_data_and_network_dims_load_back_equal_and_returnn_constructs_the_written_config(tmp_path):
+    from tests import rc_models
+
+    vocab_file = _vocab_file(tmp_path / "vocab.txt", ["<s>", "a", "b", "<unk>"])
+    extern_data, network = rc_models.with_vocabs(vocab_file, ["x", "y", "z"])
+    code = ReturnnCommonSerializer(extern_data=extern_data, network=network).get()
+    loaded = load(code)
+    dims = DimMap()  # checks every dim's vocab: class, file, labels, special labels
+    assert_equal_up_to_dims(extern_data, loaded["extern_data"], dims, "extern_data")
+    assert_equal_up_to_dims(network, loaded["network"], dims, "network")
+    target, out = loaded["extern_data"]["classes"]["sparse_dim"].vocab, loaded["out_labels_dim"].vocab
+    assert (target.vocab_file, target.labels, target.unknown_label_id) == (vocab_file, ["<s>", "a", "b", "<unk>"], 3)
+    assert (out.vocab_file, out.labels, out.unknown_label_id) == (None, ["x", "y", "z"], None)
+    assert rc_models.construct(loaded["extern_data"], loaded["network"])[1]
+
+
+def _vocab_hash(tmp_path, name: str, file_labels: list[str], labels: list[str]) -> bytes:
+    from tests import rc_models
+
+    extern_data, network = rc_models.with_vocabs(_vocab_file(tmp_path / name, file_labels), labels)
+    return ReturnnCommonSerializer(extern_data=extern_data, network=network)._sis_hash()
+
+
+def test_another_vocab_moves_the_hash_and_the_same_hashes_alike_in_another_process(tmp_path):
+    """Hashed by its options: the file by its path (as Sisyphus hashes an input file), given labels by themselves."""
+    digest = _vocab_hash(tmp_path, "vocab.txt", ["a", "<unk>"], ["x", "y"])
+    assert _vocab_hash(tmp_path, "vocab.txt", ["a", "<unk>"], ["x", "y"]) == digest
+    assert _vocab_hash(tmp_path, "other.txt", ["a", "<unk>"], ["x", "y"]) != digest
+    assert _vocab_hash(tmp_path, "vocab.txt", ["a", "<unk>"], ["x", "z"]) != digest
+    script = (
+        "import sys\n"
+        "from i6_rc_jobs import ReturnnCommonSerializer\n"
+        "from tests import rc_models\n"
+        "extern_data, network = rc_models.with_vocabs(sys.argv[1], ['x', 'y'])\n"
+        "sys.stdout.write(ReturnnCommonSerializer(extern_data=extern_data, network=network)._sis_hash().decode())\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", script, str(tmp_path / "vocab.txt")], capture_output=True, text=True, cwd=REPO
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert done.stdout.splitlines()[-1] == digest.decode()

@@ -15,7 +15,7 @@ from sisyphus.hash import sis_hash_helper
 
 from ..serialization.errors import SerializationError, describe
 from ..serialization.numpy_values import check_numpy, little_endian, numpy_of, stored_bytes
-from ..serialization.refs import DimRef, MarkedRef, derived_shape
+from ..serialization.refs import DimRef, MarkedRef, derived_shape, literal_code
 from ..serialization.values import (
     LEAF_TYPES,
     check_leaf,
@@ -161,7 +161,7 @@ class Canonicalizer:
         self._unhashed: dict[int, tuple[str, ...]] = {}
         self._readings: Optional[DescriptionReadings] = None
         self._shapes: dict[int, tuple] = {}  # id(DimRef) -> (kind, size), computed once per hash (refs.derived_shape)
-        self._copy_aliases: dict[tuple, DimRef] = {}  # (id(base), kind, match_priority) -> the copy, see _alias
+        self._copy_aliases: dict[tuple, DimRef] = {}  # (id(base), kind, match_priority, keeps_op) -> the copy
 
     def sections(
         self,
@@ -188,17 +188,24 @@ class Canonicalizer:
 
     def _alias(self, ref: DimRef) -> DimRef:
         """The dim the hash takes ``ref`` for: a copy whose description no axis string reads is its base if it
-        differs from it only by that description, else one copy per base, kind and match_priority (descriptions
-        are cosmetic; the written code keeps them for axis strings)."""
+        differs from it only by that description (and keeps the base's derivation, if the base has one), else one
+        copy per base, kind, match_priority and keeps_op (descriptions are cosmetic; the written code keeps them for
+        axis strings)."""
         base = ref.copy_of
         if base is None or (ref.description is not None and self._readings and self._readings.extras(ref)):
             return ref
-        if ref.kind == base.kind and ref.match_priority == base.match_priority:
+        if ref.kind == base.kind and ref.match_priority == base.match_priority and (ref.keeps_op or base.op is None):
             return base
-        key = (id(base), ref.kind, ref.match_priority)
+        key = (id(base), ref.kind, ref.match_priority, ref.keeps_op)
         alias = self._copy_aliases.get(key)
         if alias is None:  # copies alike are one variable in the written code too, unless edits made them two
-            alias = DimRef("hashed_copy_dim", kind=ref.kind, copy_of=base, match_priority=ref.match_priority)
+            alias = DimRef(
+                "hashed_copy_dim",
+                kind=ref.kind,
+                copy_of=base,
+                match_priority=ref.match_priority,
+                keeps_op=ref.keeps_op,
+            )
             self._copy_aliases[key] = alias
         return alias
 
@@ -413,12 +420,15 @@ class Canonicalizer:
                 ("special", ref.special),
                 (f"capacity={ref.capacity}", ref.capacity is not None),
                 ("undefined", ref.undefined),
+                ("keeps_op", ref.keeps_op),
             )
             if on
         )
         for field in ("bounded_by", "derived_from_tag"):  # in dependencies() order
             if getattr(ref, field) is not None:
                 extras += f" {field}={name_of(getattr(ref, field))}"
+        if ref.vocab is not None:  # by its options, a vocab file by its path
+            extras += f" vocab={literal_code(ref.vocab)}"
         if ref.auto_generated:  # RETURNN finds two auto-generated dims equal if their descriptions are
             extras += f" description={ref.description!r}"
         if self._readings is not None:

@@ -9,7 +9,9 @@ base, which RETURNN reads (a tensor's shape) but a written copy cannot carry, is
 description counts: axis strings (``"stag:frames"``) find a copy by it as by its base's. Derived dims that RETURNN's
 dim math makes one object (:func:`math_key`) are one DimRef. Dims that are equal without ``same_as`` (two
 auto-generated dims of one description) stay two variables; both are written with ``auto_generated=True``, so RETURNN
-still finds them equal.
+still finds them equal. A copy that carries its base's derivation (RETURNN's ``declare_same_as`` gives it the base's
+``derived_from_op``) keeps it (``keeps_op``): dim math on it simplifies as on its base; a copy without it is not its
+base, if the base is derived.
 
 Origins: each DimRef made from a Dim carries a random token of that Dim object (``origin``, kept in a table while the
 Dim lives, never hashed nor written). A new serializer makes one DimRef of a raw Dim and of DimRefs of the same origin
@@ -23,6 +25,7 @@ after a run); RETURNN makes both again for the written dim when it builds the ne
 ``[batch, time]``: a length per frame) are set again by the layer that makes the dim (``top_k``,
 ``range_from_length``); in extern data nothing would, and :mod:`.data_sizes` refuses such a dim there. A
 derived dim's ``derived_from_tag`` is one of its inputs, which RETURNN sets again when the written op runs.
+A vocab (on the same base: copies share it) is written as its ``Vocabulary.create_vocab`` options (:mod:`.vocab`).
 """
 
 from __future__ import annotations
@@ -49,7 +52,8 @@ except ImportError as exc:  # what a Dim carries came with RETURNN 823b520e5: an
 
 from .errors import SerializationError, describe
 from .naming import NameAllocator
-from .refs import BATCH_DIM, MARKERS, SINGLE_STEP_DIM, DimRef, MarkedRef, canonical_op, derived_shape
+from .refs import BATCH_DIM, MARKERS, SINGLE_STEP_DIM, DimRef, MarkedRef, canonical_op, derived_shape, literal_code
+from .vocab import vocab_options
 
 _ORIGINS: dict[int, str] = {}  # id(Dim) -> its origin token, while the Dim lives
 
@@ -69,6 +73,7 @@ def _meaning(ref: DimRef) -> tuple:
     deps = tuple(id(x) if isinstance(x, DimRef) else x for x in (*ref.inputs, ref.copy_of, ref.bounded_by))
     description = ref.description if ref.auto_generated or ref.copy_of is not None else None
     flags = (ref.match_priority, ref.auto_generated, ref.special, ref.capacity, ref.undefined, ref.global_name)
+    flags += (ref.keeps_op, None if ref.vocab is None else literal_code(ref.vocab))
     return (ref.kind, ref.size, description, ref.op, deps, id(ref.derived_from_tag), flags)
 
 
@@ -117,7 +122,7 @@ class DimCapture:
         self._refs: dict[int, DimRef] = {}
         self._alive: list[Any] = []  # keeps ids unique while the maps live (Dims, and adopted DimRefs)
         self._marked: dict[tuple[str, int], MarkedRef] = {}
-        self._copies: dict[tuple[int, Optional[str], int], DimRef] = {}
+        self._copies: dict[tuple[int, Optional[str], int, Optional[str], bool], DimRef] = {}
         self._names = NameAllocator()
         self._seen: dict[int, int] = {}  # id(DimRef) -> when it was first met
         self._adopted: dict[int, DimRef] = {}  # id(DimRef of other dicts) -> this serializer's copy
@@ -266,14 +271,11 @@ class DimCapture:
             base_ref = self.ref(base)
             # Its own description, which axis strings find it by (as its base's): RETURNN's copies have the base's.
             own = dim.description if dim.description and dim.description != base.description else None
-            if kind == base_ref.kind and dim.match_priority == base_ref.match_priority and own is None:
+            keeps_op = self._keeps_op(dim, base)
+            alike = kind == base_ref.kind and dim.match_priority == base_ref.match_priority and own is None
+            if alike and (keeps_op or base_ref.op is None):
                 return base_ref
-            return self._copy(base_ref, kind, dim.match_priority, own)
-        if dim.vocab is not None:
-            raise SerializationError(
-                f"{describe(dim)} carries a vocab, which cannot be written as code: put the vocab into the "
-                f"extern_data entry ('vocab': {{...}}) instead"
-            )
+            return self._copy(base_ref, kind, dim.match_priority, own, keeps_op)
         # A capacity RETURNN derived (through an op or bounded_by) and memoized is not the dim's own.
         capacity = None if dim.capacity == dim.dimension or dim in derived_capacity_memoized_dims else dim.capacity
         op = dim.derived_from_op
@@ -282,6 +284,8 @@ class DimCapture:
                 raise SerializationError(
                     f"{describe(dim)}: a derived dim with its own undefined, bounded_by or capacity has no code form"
                 )
+            if dim.vocab is not None:
+                raise SerializationError(f"{describe(dim)}: a derived dim with a vocab has no code form")
             return self._derived(dim, op)
         tag = extra.derived_from_tag if extra is not None else None
         if bounded_by is not None and tag is not bounded_by:
@@ -299,19 +303,48 @@ class DimCapture:
             bounded_by=None if bounded_by is None else self.ref(bounded_by),
             derived_from_tag=None if tag is None or bounded_by is not None else self.ref(tag),
             origin=origin_of(dim),
+            vocab=None if dim.vocab is None else self._vocab(dim),
         )
         return self._unified(ref, dim.description)
 
+    @staticmethod
+    def _vocab(dim: Dim) -> dict:
+        try:
+            return vocab_options(dim.vocab)
+        except SerializationError as e:
+            raise SerializationError(f"{describe(dim)} carries {e.problem}") from None
+
+    @staticmethod
+    def _keeps_op(dim: Dim, base: Dim) -> bool:
+        """Whether a ``same_as`` copy carries its base's derivation (see ``DimRef``); a derivation of its own has no
+        code form."""
+        op = dim.derived_from_op
+        if op is None or op.kind == "constant":
+            return False
+        if op is not base.derived_from_op:
+            raise SerializationError(
+                f"{describe(dim)}: a same_as copy derived by {op!r}, not by its base's derivation "
+                f"{base.derived_from_op!r}, has no code form: make it a derived dim of its own, or a plain copy"
+            )
+        return True
+
     def _copy(
-        self, base: DimRef, kind: Optional[str], match_priority: int, description: Optional[str] = None
+        self,
+        base: DimRef,
+        kind: Optional[str],
+        match_priority: int,
+        description: Optional[str] = None,
+        keeps_op: bool = False,
     ) -> DimRef:
-        """``base.copy(kind=..., match_priority=..., description=...)``; copies alike are equal to each other, too:
-        one variable. Its origin follows from its base's."""
-        key = (id(base), kind, match_priority, description)
+        """``base.copy(kind=..., match_priority=..., description=...)``, keeping the base's derivation or not;
+        copies alike are equal to each other, too: one variable. Its origin follows from its base's."""
+        key = (id(base), kind, match_priority, description, keeps_op)
         if key not in self._copies:
             origin = None if base.origin is None else f"{base.origin} copy {kind} {match_priority}"
             if origin is not None and description is not None:
                 origin += f" {description!r}"
+            if origin is not None and keeps_op:
+                origin += " keeps_op"
             ref = DimRef(
                 "pending_dim",
                 kind=kind,
@@ -319,6 +352,7 @@ class DimCapture:
                 match_priority=match_priority,
                 description=description,
                 origin=origin,
+                keeps_op=keeps_op,
             )
             self._copies[key] = self._unified(ref, description or base.name)
         return self._copies[key]

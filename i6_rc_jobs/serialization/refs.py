@@ -58,7 +58,9 @@ DIM_SUFFIX = "_dim"
 #: stay at their defaults there: RETURNN gives such a dim what its op or base gives it, whatever the DimRef says.
 _NOT_WRITTEN_DERIVED = ("_kind", "_size", "match_priority", "auto_generated", "special", "capacity", "undefined")
 _NOT_WRITTEN_COPY = ("_size", "auto_generated", "special", "capacity", "undefined")
-_NOT_WRITTEN_REFS = ("bounded_by", "derived_from_tag")
+_NOT_WRITTEN_REFS = ("bounded_by", "derived_from_tag", "vocab")
+#: What may sit in a vocab's options (:mod:`.vocab`), written by :func:`literal_code`.
+_LITERAL_TYPES = (str, int, bool, type(None))
 
 
 def _is_int(value: object) -> bool:
@@ -67,6 +69,33 @@ def _is_int(value: object) -> bool:
 
 def _optional(check):
     return lambda value: value is None or check(value)
+
+
+def _is_literal(value: object) -> bool:
+    """Plain data that :func:`literal_code` writes: str, int, bool, None, and lists and str-keyed dicts of these."""
+    stack = [value]
+    while stack:
+        item = stack.pop()
+        if type(item) is list:
+            stack.extend(item)
+        elif type(item) is dict:
+            if not all(type(k) is str for k in item):
+                return False
+            stack.extend(item.values())
+        elif type(item) not in _LITERAL_TYPES:
+            return False
+    return True
+
+
+def literal_code(value: object) -> str:
+    """The code of plain data (see :func:`_is_literal`), dict keys sorted: one text for one value, also hashed."""
+    if type(value) is str:
+        return str_code(value)
+    if type(value) is list:
+        return f"[{', '.join(map(literal_code, value))}]"
+    if type(value) is dict:
+        return "{" + ", ".join(f"{str_code(k)}: {literal_code(value[k])}" for k in sorted(value)) + "}"
+    return repr(value)
 
 
 def _is_ref(value: object) -> bool:
@@ -102,9 +131,14 @@ _FIELD_CHECKS = {
     "bounded_by": (_optional(_is_ref), "a DimRef or None"),
     "derived_from_tag": (_optional(_is_ref), "a DimRef or None"),
     "origin": (_optional(lambda v: type(v) is str), "a str or None"),
+    "keeps_op": (lambda v: type(v) is bool, "a bool"),
+    "vocab": (
+        _optional(lambda v: type(v) is dict and _is_literal(v)),
+        "None or a dict of Vocabulary.create_vocab options (str keys; str, int, bool, None, lists and dicts)",
+    ),
 }
 _DEFAULTS = {"_kind": None, "_size": None, "match_priority": 0, "auto_generated": False, "special": False}
-_DEFAULTS.update(capacity=None, undefined=False, bounded_by=None, derived_from_tag=None)
+_DEFAULTS.update(capacity=None, undefined=False, bounded_by=None, derived_from_tag=None, vocab=None)
 
 
 class DimRef(CodeWrapper):
@@ -113,6 +147,11 @@ class DimRef(CodeWrapper):
     Exactly one of these describes how the dim is made:
     plain (``Dim(size, ...)``), derived (``op`` with ``inputs``), a copy of ``copy_of`` with another kind or
     match_priority, or a RETURNN global (``global_name``: batch_dim, single_step_dim).
+
+    ``keeps_op``: a copy of a derived dim that carries its base's derivation, as RETURNN's ``declare_same_as`` gives
+    it (returnn_common's pooled and strided time axes): dim math on the copy then simplifies as on its base (a second
+    pooling of ``ceil(time/2)`` by 3 is ``ceil(time/6)``, the base of the loop over it), which a plain copy does not.
+    ``vocab``: the options RETURNN makes the dim's vocabulary from (:mod:`.vocab`).
 
     Every field is checked whenever it is set (also by unpickling), so that nothing but what it says is written as
     code. The size and kind of a derived dim, and the size of a copy, are not fields: they follow from the inputs
@@ -132,6 +171,8 @@ class DimRef(CodeWrapper):
     bounded_by: Optional[DimRef] = None
     derived_from_tag: Optional[DimRef] = None
     origin: Optional[str] = None
+    keeps_op: bool = False
+    vocab: Optional[dict] = None
 
     def __init__(
         self,
@@ -152,6 +193,8 @@ class DimRef(CodeWrapper):
         bounded_by: Optional[DimRef] = None,
         derived_from_tag: Optional[DimRef] = None,
         origin: Optional[str] = None,
+        keeps_op: bool = False,
+        vocab: Optional[dict] = None,
     ):
         self.global_name = global_name  # first: a global alone bears its name
         super().__init__(name)
@@ -164,11 +207,13 @@ class DimRef(CodeWrapper):
         self.undefined = undefined
         self.bounded_by = bounded_by
         self.derived_from_tag = derived_from_tag
+        self.vocab = vocab
         self._kind = kind
         self._size = size
         self.inputs = inputs
         self.op = op  # after the fields it makes unwritten: refused if they are not at their defaults
         self.copy_of = copy_of
+        self.keeps_op = keeps_op
         if global_name is not None:  # shared by every serializer in the process (and pickled by reference)
             super().__setattr__("_frozen", True)
 
@@ -191,6 +236,8 @@ class DimRef(CodeWrapper):
                 f"DimRef {self.__dict__.get('code')!r}: {field.lstrip('_')} = {value!r} (type "
                 f"{type(value).__name__}) must be {check[1]}{hint}"
             )
+        if field in ("keeps_op", "copy_of"):
+            self._check_kept_op(value if field == "copy_of" else self.copy_of, value if field == "keeps_op" else None)
         if field in ("op", "inputs"):
             self._check_derivation(value if field == "op" else self.op, value if field == "inputs" else self.inputs)
         if field in ("op", "copy_of") and value is not None:
@@ -206,6 +253,15 @@ class DimRef(CodeWrapper):
             raise SerializationError(f"DimRef {self.name!r}: op {op!r} needs two inputs, not {inputs!r}")
         if not _is_ref(inputs[0]) and op not in OPS_WITH_INT_LEFT:
             raise SerializationError(f"DimRef {self.name!r}: op {op!r} with a constant left operand has no code form")
+
+    def _check_kept_op(self, copy_of: Optional[DimRef], keeps_op: Optional[bool]) -> None:
+        if keeps_op is None:
+            keeps_op = self.__dict__.get("keeps_op", False)
+        if keeps_op and (copy_of is None or copy_of.op is None):
+            raise SerializationError(
+                f"DimRef {self.__dict__.get('code')!r}: keeps_op is set on a copy of a derived dim only (copy_of with "
+                f"an op), not with copy_of {None if copy_of is None else copy_of.name}: unset keeps_op"
+            )
 
     def _check_unwritten(self, field: str, value: object, setting: bool = False) -> None:
         """Refuses a field the written code would not carry (see _NOT_WRITTEN_DERIVED): when set on a derived dim or
@@ -304,13 +360,18 @@ class DimRef(CodeWrapper):
             args.append(f"bounded_by={self.bounded_by.name}")
         if self.derived_from_tag is not None:
             args.append(f"derived_from_tag={self.derived_from_tag.name}")
+        if self.keeps_op:
+            self._check_kept_op(self.copy_of, True)  # the base may have been edited since
+            args.append(f"derived_from_op={self.copy_of.name}.derived_from_op")
+        if self.vocab is not None:
+            args.append(f"vocab={literal_code(self.vocab)}")
         return f"Dim({', '.join(args)})"
 
     def copied_as_plain(self) -> bool:
         """Whether this copy is written as a plain ``Dim(...)`` made a copy by a second line (:meth:`lines`): a copy
         of unspecified kind of a base with one, which ``base.copy(kind=None)`` is not (RETURNN keeps the base's
-        kind for ``None``)."""
-        return self.copy_of is not None and self.kind is None and self.copy_of.kind is not None
+        kind for ``None``), and a copy that keeps its base's derivation, which ``Dim.copy`` drops."""
+        return self.copy_of is not None and (self.keeps_op or (self.kind is None and self.copy_of.kind is not None))
 
     def lines(self) -> list[str]:
         """The prolog lines that define this dim (none for the imported globals)."""

@@ -24,6 +24,7 @@ def representative(dim: Dim) -> Dim:
         return batch_dim
     base = dim.get_same_base()
     same = base.kind == dim.kind and base.match_priority == dim.match_priority and own_description(dim) is None
+    same = same and (base.derived_from_op is None or dim.derived_from_op is not None)
     if base is not dim and same:
         return representative(base)
     return dim
@@ -31,8 +32,8 @@ def representative(dim: Dim) -> Dim:
 
 class DimMap:
     """A one-to-one map from original dims (after :func:`representative`) to the dims a written config made, that
-    checks kind, static size, match_priority, description (where it has one), auto_generated, special and derivation
-    on the way."""
+    checks kind, static size, match_priority, description (where it has one), auto_generated, special, vocab and
+    derivation on the way."""
 
     def __init__(self):
         self.forward: dict[int, Dim] = {}
@@ -43,8 +44,9 @@ class DimMap:
     def match(self, orig: Dim, loaded: Dim, path: str) -> None:
         orig = representative(orig)
         base = orig.get_same_base()
-        if base is not orig:  # copies of one base with one kind and match_priority are one dim, too
-            key = (id(representative(base)), orig.kind, orig.match_priority, own_description(orig))
+        if base is not orig:  # copies of one base with one kind, match_priority and derivation are one dim, too
+            keeps_op = orig.derived_from_op is not None
+            key = (id(representative(base)), orig.kind, orig.match_priority, own_description(orig), keeps_op)
             orig = self._copies.setdefault(key, orig)
         known = self.forward.get(id(orig))
         if known is not None:
@@ -59,6 +61,7 @@ class DimMap:
         assert orig.auto_generated == loaded.auto_generated and orig.special == loaded.special, path
         if orig.description is not None:  # else the written one is its variable name
             assert orig.description == loaded.description, f"{path}: {orig.description!r} != {loaded.description!r}"
+        assert _vocab(orig) == _vocab(loaded), f"{path}: vocab {orig.vocab!r} != {loaded.vocab!r}"
         self.forward[id(orig)] = loaded
         self.backward[id(loaded)] = orig
         self._alive += [orig, loaded]
@@ -78,6 +81,15 @@ class DimMap:
                 assert b.is_constant_static_dim() and a.dimension == b.dimension, f"{path}: {op} != {loaded_op}"
             else:
                 self.match(a, b, f"{path} (input {i})")
+
+
+def _vocab(dim: Dim) -> Optional[tuple]:
+    """What RETURNN reads of a dim's vocab: its class, file, labels, special label ids and postfix."""
+    vocab = dim.vocab
+    if vocab is None:
+        return None
+    specials = [vocab.unknown_label_id, vocab.bos_label_id, vocab.eos_label_id, vocab.pad_label_id]
+    return type(vocab), vocab.vocab_file, vocab.labels, specials, vocab.seq_postfix
 
 
 def assert_equal_up_to_dims(orig: Any, loaded: Any, dims: DimMap, path: str = "") -> None:
