@@ -373,14 +373,6 @@ def test_dim_prolog_defines_the_dims_the_dicts_use_now():
     assert not re.search(r"^time_2_dim = ", prolog, re.M) and re.search(r"^time_dim = ", prolog, re.M)  # extern_data
 
 
-def test_command_line_without_a_known_command_prints_usage():
-    proc = subprocess.run([sys.executable, "-m", "i6_rc_jobs"], capture_output=True, text=True, cwd=REPO)
-    assert (
-        proc.returncode == 2
-        and "usage: python -m i6_rc_jobs {hash-diff,fetch,prefetch,ide-paths,same-model,builds}" in proc.stderr
-    )
-
-
 def test_dim_ops_without_a_code_form_are_refused_with_the_path():
     time = Dim(None, description="t")
     op_class = type((time + 1).derived_from_op)
