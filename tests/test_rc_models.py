@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 
 from i6_rc_jobs import returnn_check
-from i6_rc_jobs.returnn_check import NetworkCheckError, construct_networks, construct_networks_from_config
+from i6_rc_jobs.returnn_check import NetworkCheckError, construct_networks
 from tests import rc_models
 from tests.support.pins import REPO
 from tests.support.walk import distinct, leaves

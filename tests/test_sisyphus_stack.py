@@ -119,11 +119,11 @@ def test_sis_manager_runs_a_job_with_local_engine(tmp_path):
 def _parse_learning_rates(text):
     """RETURNN's learning-rates file is Python: {epoch: EpochData(learningRate=..., error={...}), ...}."""
 
-    def EpochData(learningRate, error):  # noqa: N802, N803: the names RETURNN writes
+    def EpochData(learningRate, error):  # noqa: N802, N803 (the names RETURNN writes)
         return {"learning_rate": learningRate, "error": error}
 
     namespace = {"EpochData": EpochData, "np": np, "nan": float("nan"), "inf": float("inf"), "__builtins__": {}}
-    return eval(text, namespace)  # noqa: S307: RETURNN's own output, as i6_core reads it
+    return eval(text, namespace)  # noqa: S307 (RETURNN's own output, as i6_core reads it)
 
 
 def example_epochs(out: Path) -> dict[int, dict]:

@@ -27,7 +27,8 @@ def split_sections(
 ) -> tuple[list[tuple[str, Any]], list[tuple[str, Any]]]:
     """The parts that count for the hash, and the others; with ``hash_scheme="graph"``, each network as its graph
     (``graphs``, if the caller made them already with :func:`layer_graphs`)."""
-    hashed, unhashed = [], []
+    hashed: list[tuple[str, Any]] = []
+    unhashed: list[tuple[str, Any]] = []
     for name, value in serializer.sections():
         (hashed if _is_hashed(serializer, name) else unhashed).append((name, value))
     if serializer.hash_scheme == "graph":

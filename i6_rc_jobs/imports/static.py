@@ -111,13 +111,14 @@ def _constants(tree: ast.Module) -> dict[str, str]:
     for statement in tree.body:
         targets = statement.targets if isinstance(statement, ast.Assign) else [getattr(statement, "target", None)]
         value = getattr(statement, "value", None)
-        if len(targets) == 1 and isinstance(targets[0], ast.Name) and _is_text(value):
-            constants[targets[0].id] = value.value
+        if len(targets) == 1 and isinstance(targets[0], ast.Name) and (text := _text(value)) is not None:
+            constants[targets[0].id] = text
     return {name: text for name, text in constants.items() if bindings.get(name) == 1}
 
 
-def _is_text(node: Optional[ast.expr]) -> bool:
-    return isinstance(node, ast.Constant) and isinstance(node.value, str)
+def _text(node: Optional[ast.expr]) -> Optional[str]:
+    """The string of a string literal, else None."""
+    return node.value if isinstance(node, ast.Constant) and isinstance(node.value, str) else None
 
 
 def _call(file: Path, call: ast.Call, constants: dict[str, str]) -> Union[Call, Unresolved]:
@@ -131,8 +132,8 @@ def _call(file: Path, call: ast.Call, constants: dict[str, str]) -> Union[Call, 
         node = given[parameter]
         if parameter == "version" and isinstance(node, ast.Constant) and node.value is None:
             return Unresolved(file, call.lineno, "version None: development mode imports a working copy, no version")
-        if _is_text(node):
-            texts[parameter] = node.value
+        if (text := _text(node)) is not None:
+            texts[parameter] = text
         elif isinstance(node, ast.Name) and node.id in constants:
             texts[parameter] = constants[node.id]
         else:

@@ -117,7 +117,7 @@ class DimCapture:
         self._refs: dict[int, DimRef] = {}
         self._alive: list[Any] = []  # keeps ids unique while the maps live (Dims, and adopted DimRefs)
         self._marked: dict[tuple[str, int], MarkedRef] = {}
-        self._copies: dict[tuple[int, Optional[str], int], DimRef] = {}
+        self._copies: dict[tuple[int, Optional[str], int, Optional[str]], DimRef] = {}
         self._names = NameAllocator()
         self._seen: dict[int, int] = {}  # id(DimRef) -> when it was first met
         self._adopted: dict[int, DimRef] = {}  # id(DimRef of other dicts) -> this serializer's copy
