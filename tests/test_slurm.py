@@ -47,6 +47,8 @@ PLOGGING_UPDATE_FILE_PERIOD = 5
 """
 TRAIN = "i6_core/returnn/training/ReturnnTrainingJob."
 
+pytestmark = pytest.mark.slurm
+
 
 def _not_possible_here() -> str | None:
     """Why this machine cannot have the one-node cluster, if it cannot."""

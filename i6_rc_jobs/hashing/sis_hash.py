@@ -1,5 +1,6 @@
 """The Sisyphus hash of a ReturnnCommonSerializer (of its serialized net). A change of these bytes for an unchanged config is a decision:
-bump FORMAT_VERSION, update tests/golden/hashes.json and say why in CHANGELOG.md."""
+bump FORMAT_VERSION, update tests/golden/hashes.json and say why in CHANGELOG.md (docs/development.md, "Changing a
+hash", says when a correction keeps the version)."""
 
 from __future__ import annotations
 
