@@ -11,6 +11,7 @@ import time
 from pathlib import Path
 
 import numpy as np
+import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 VENV = ROOT / ".venv"
@@ -146,6 +147,7 @@ def _example_num_epochs() -> int:
     return ast.literal_eval(value)
 
 
+@pytest.mark.slow
 def test_run_sh_task12ax_end_to_end(tmp_path):
     """recipe_examples/run.sh DIR trains a Conformer on Task12AX, which learns; a second run finds everything done."""
     setup = tmp_path / "setup"
