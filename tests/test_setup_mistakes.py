@@ -11,6 +11,8 @@ import pytest
 
 from tests.support.sisyphus_setup import REPO, end_with_children, job_dirs, make_setup, run_manager
 
+pytestmark = pytest.mark.slow  # each runs a Sisyphus manager, the check or a script with RETURNN
+
 
 def _manager_said(proc: subprocess.CompletedProcess) -> str:
     return proc.stdout + proc.stderr
@@ -48,7 +50,6 @@ def test_a_training_left_at_i6_cores_device_gpu_on_a_machine_without_one_fails_i
     assert (setup / "work" / training(task12ax_config(), device="cpu")._sis_id()) == train
 
 
-@pytest.mark.slow
 def test_a_failing_check_stops_the_training_that_waits_for_it_and_fails_where_rnn_py_would(tmp_path):
     """A training given the check's config file as an input (``train.add_input(check.out_config)``) waits for the
     check: after a failed one (a layer class RETURNN does not know) it never starts, after a good one it starts once
@@ -152,7 +153,6 @@ def _transformer_serialized(apply: str) -> str:
     return done.stdout.strip().splitlines()[-1]
 
 
-@pytest.mark.slow
 def test_a_model_built_with_an_nn_that_rc_compat_was_not_applied_to_is_refused_when_serialized():
     """A Transformer builds without ``rc_compat.apply`` (a Conformer does not): serializing it says what is missing
     and the call, before any job holds it."""
@@ -288,7 +288,6 @@ def test_a_lock_left_by_a_killed_compile_is_said_in_one_line_by_the_check(tmp_pa
     )
 
 
-@pytest.mark.slow
 def test_a_failing_task_of_a_worker_is_reported_as_sisyphus_reports_it(tmp_path):
     """The hook that importing i6_rc_jobs chains into a worker changes nothing of a failed task: the worker reports
     it and marks the task failed, and the manager, with nothing left to run, stops (as Sisyphus does, status 0)."""
