@@ -220,7 +220,7 @@ def report(results: dict[str, Any], args: argparse.Namespace) -> None:
         ("(d) warm, one model file edited", d),
     ]
     print(f"{builds} builds ({args.sweep} model dims x 2 depths x 2 stages), {os.cpu_count()} cores, {date()}")
-    print(f"| variant | builds s | config load s | ms per build | TF in manager | returnn_common in manager |")
+    print("| variant | builds s | config load s | ms per build | TF in manager | returnn_common in manager |")
     print("|---|---:|---:|---:|---|---|")
     for name, r in rows:
         print(

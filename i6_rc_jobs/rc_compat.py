@@ -109,9 +109,13 @@ def failure_hint(trace: Optional[types.TracebackType]) -> Optional[str]:
     files = {os.path.abspath(frame.filename) for frame in traceback.extract_tb(trace)}
     hints = []
     for name, module in sorted(sys.modules.items()):
-        if name.rsplit(".", 1)[-1] != "nn" or "returnn_common" not in name or not getattr(module, "__file__", None):
+        if (
+            name.rsplit(".", 1)[-1] != "nn"
+            or "returnn_common" not in name
+            or not (file := getattr(module, "__file__", None))
+        ):
             continue
-        package = os.path.dirname(os.path.abspath(module.__file__)) + os.sep
+        package = os.path.dirname(os.path.abspath(file)) + os.sep
         said = not_applied(module) if any(f.startswith(package) for f in files) else None
         if said:
             hints.append(f"hint: {said}")
@@ -140,7 +144,7 @@ def _reads_dim_generic(nn: types.ModuleType) -> bool:
 
 def _fix_control_flow_context(nn: types.ModuleType) -> None:
     """Fix 1 (see the module): only with a RETURNN whose ``ControlFlowContext`` needs an identifier."""
-    real = nn.ControlFlowContext
+    real: Any = nn.ControlFlowContext
     if not _needs_identifier(real):
         return  # RETURNN before 059fc8a6b: returnn_common's calls fit
 
@@ -156,8 +160,9 @@ def _fix_control_flow_context(nn: types.ModuleType) -> None:
             identifier = nn.NameCtx.current_ctx().get_abs_name()
         return real(kind=kind, outer_ctx=outer_ctx, identifier=identifier)
 
-    control_flow_context.Types = Types
-    nn.ControlFlowContext = control_flow_context
+    # mypy knows no attributes set on a function, nor (typeshed's ModuleType) on a module: both work at runtime
+    control_flow_context.Types = Types  # type: ignore[attr-defined]
+    nn.ControlFlowContext = control_flow_context  # type: ignore[attr-defined]
 
     cond_init = nn.Cond.__init__
 
@@ -203,7 +208,8 @@ def _fix_gating(nn: types.ModuleType) -> None:
         a, b = nn.split(x, axis=axis, out_dims=[axis.div_left(2)] * 2)
         return act_func(a) * gate_func(b)
 
-    nn.gating = nn.math_.gating = gating if original is nn.gating else nn.scoped(gating)
+    # typeshed's ModuleType knows no attributes set on a module (that works at runtime)
+    nn.gating = nn.math_.gating = gating if original is nn.gating else nn.scoped(gating)  # type: ignore[attr-defined]
 
 
 def _scoped_function(nn: types.ModuleType, func: Any) -> Any:
@@ -227,4 +233,4 @@ def _fix_dim_generic(nn: types.ModuleType) -> None:
         code.replace(co_names=names), original.__globals__, original.__name__, original.__defaults__
     )
     functools.update_wrapper(fixed, original)
-    nn.get_dim_deps = nn.base.get_dim_deps = fixed
+    nn.get_dim_deps = nn.base.get_dim_deps = fixed  # type: ignore[attr-defined]  # as for gating

@@ -330,7 +330,7 @@ def _failing_layer_name(exc: BaseException) -> Optional[str]:
     return found
 
 
-def _traceback_frames(exc: BaseException) -> Iterator[types.FrameType]:
+def _traceback_frames(exc: Optional[BaseException]) -> Iterator[types.FrameType]:
     """
     Frames of ``exc``'s traceback, outermost first, followed by those of the exceptions it was raised from
     (or while handling), which continue deeper: so the last layer frame found is the innermost one.
@@ -400,8 +400,9 @@ def unsupported_returnn(returnn: types.ModuleType) -> Optional[str]:
         too_old = getattr(BehaviorVersion, "_latest_behavior_version", 0) < _OLDEST_BEHAVIOR_VERSION
     if not too_old:
         return None
+    where = os.path.dirname(os.path.dirname(returnn.__file__ or ""))
     return (
-        f"RETURNN {version or '(no version)'} from {os.path.dirname(os.path.dirname(returnn.__file__))} is too old: "
+        f"RETURNN {version or '(no version)'} from {where} is too old: "
         f"i6_rc_jobs's written configs and its check support RETURNN {OLDEST_RETURNN[1]} and later; give "
         f"CreateConfigJob (and the training) returnn_root=... a newer RETURNN checkout"
     )
@@ -420,7 +421,7 @@ def stale_locks(cache_dir: str) -> list[str]:
     locks = {os.path.realpath(path): path for path in glob.glob(pattern, recursive=True)}
     if not locks:
         return []
-    held = set()
+    held: set[str] = set()
     for fd_dir in glob.glob("/proc/[0-9]*/fd"):
         with contextlib.suppress(OSError):  # another user's process, or one that ended meanwhile
             held.update(os.readlink(os.path.join(fd_dir, fd)) for fd in os.listdir(fd_dir))

@@ -103,9 +103,9 @@ class Fingerprint:
             lines.append(f"losses {sorted(self.losses)} != {sorted(other.losses)}")
         elif losses:
             for name in sorted(self.losses):
-                ours, theirs = self.losses[name], other.losses[name]
-                if not numpy.isclose(ours, theirs, rtol=RTOL, atol=ATOL, equal_nan=True):
-                    lines.append(f"loss {name} differs: {ours:.6g} != {theirs:.6g}")
+                loss, other_loss = self.losses[name], other.losses[name]
+                if not numpy.isclose(loss, other_loss, rtol=RTOL, atol=ATOL, equal_nan=True):
+                    lines.append(f"loss {name} differs: {loss:.6g} != {other_loss:.6g}")
         return lines
 
 
@@ -282,7 +282,7 @@ def _extern_data_feed(extern_data: ExternData, seed: int) -> dict[Any, numpy.nda
                 shape.append(max(lengths))
         rng = numpy.random.default_rng([seed, _stable_int(key)])
         if data.sparse_dim is not None:
-            value = rng.integers(0, data.sparse_dim.dimension, shape)
+            value: numpy.ndarray = rng.integers(0, data.sparse_dim.dimension, shape)
         elif data.dtype == "bool":
             value = rng.random(shape) < 0.5
         elif data.dtype.startswith(("int", "uint")):

@@ -9,6 +9,13 @@ os.environ.setdefault("CUDA_VISIBLE_DEVICES", "")
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
 
 
+def pytest_deselected(items):
+    """With I6_RC_REQUIRE_SLURM=1 (CI), leaving out the Slurm tests (``-m "not slurm"``) is an error, as their skip is."""
+    left_out = [item.nodeid for item in items if item.get_closest_marker("slurm")]
+    if left_out and os.environ.get("I6_RC_REQUIRE_SLURM") == "1":
+        raise pytest.UsageError(f"I6_RC_REQUIRE_SLURM=1, but the Slurm tests are deselected ({left_out[0]}, ...)")
+
+
 def pytest_sessionfinish(session, exitstatus):
     """A test ends every process it starts: after the last fixture is torn down, no process started by this pytest
     may still run (a leftover holds memory and, for RETURNN, its compile locks)."""

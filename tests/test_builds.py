@@ -23,6 +23,7 @@ from tests import rc_serializers
 from tests.support import build_recipes, golden
 from tests.support.sisyphus_setup import REPO
 
+pytestmark = pytest.mark.slow  # each forks build servers that import TensorFlow and RETURNN
 #: Every file a test writes is older than this when it builds: a dependency changed within 20 ms before a build is
 #: not stored (it may have changed while the build read it).
 SETTLE_S = 0.05

@@ -42,6 +42,7 @@ def _config(serializer) -> ReturnnConfig:
     return ReturnnConfig({"num_epochs": 2, "learning_rate": 0.01}, python_prolog=[serializer], black_formatting=False)
 
 
+@pytest.mark.slow
 def test_writes_config_in_a_worker_without_returnn_common_and_tensorflow(tmp_path):
     blocker = tmp_path / "blocker"
     blocker.mkdir()
@@ -177,6 +178,7 @@ def test_code_that_does_not_compile_is_not_written(tmp_path):
     assert list(tmp_path.iterdir()) == []
 
 
+@pytest.mark.slow
 def test_check_constructs_every_stage_and_names_the_failing_layer(tmp_path):
     setup = make_setup(
         tmp_path,
@@ -215,6 +217,7 @@ def test_check_constructs_every_stage_and_names_the_failing_layer(tmp_path):
     assert "epoch 10" in log and "'ff2'" in log and "no_such_layer_class" in log, log[-3000:]
 
 
+@pytest.mark.slow
 def test_check_runs_with_the_setups_returnn_and_python_and_says_when_there_is_none(tmp_path):
     """An i6 setup's RETURNN is a checkout under tools/, given to the jobs as returnn_root; the worker's Python need
     not import it. Without it and without an importable RETURNN, the check fails with one line that says what to

@@ -276,7 +276,7 @@ def test_dim_refs_edited_into_a_cycle_are_refused():
     with pytest.raises(SerializationError, match="is derived from itself"):
         ser.get()
     with pytest.raises(SerializationError, match="is derived from itself"):
-        derived.size
+        _ = derived.size
 
 
 def test_derived_dim_of_another_size_or_kind_than_its_op_gives_is_refused():

@@ -183,6 +183,7 @@ def test_a_name_in_an_option_that_finds_a_layer_keeps_which_layer_it_finds():
     assert graph_hash(mentioned) != graph_hash(changed)
 
 
+@pytest.mark.slow
 def test_graph_hash_is_the_same_in_every_process():
     code = """
         import contextlib, io

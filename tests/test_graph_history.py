@@ -7,12 +7,15 @@ from __future__ import annotations
 import contextlib
 import io
 
+import pytest
+
 from bench import graph_history
 from i6_rc_jobs import ReturnnCommonSerializer
 from i6_rc_jobs.hashing.graph_rules import GRAPH_FORMAT_VERSION
 from tests import rc_models
 from tests.support.pins import version
 
+pytestmark = pytest.mark.slow  # builds a model with two returnn_commons
 MODEL = "enc_dec_loop"
 #: Before nn.scoped was removed: most adapters of tests.rc_builders are at work here.
 OLD = "20220519-9b9fce8309da"

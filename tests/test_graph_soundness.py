@@ -325,6 +325,7 @@ def test_keywords_are_returnns():
 _VARIABLES = re.compile(r"add_param|get_variable|tf\.Variable|var_creation_scope|_get_cell|add_weight|Generator")
 
 
+@pytest.mark.slow
 def test_parameter_free_classes_create_no_variables_in_returnn():
     """A class is parameter-free if neither it nor a base below LayerBase creates variables, except under an option
     of VARIABLE_OPTIONS (CombineLayer's ``if with_bias:``); LayerBase's own variables come from those options."""

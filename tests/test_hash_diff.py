@@ -25,6 +25,7 @@ def hash_diff(a, b) -> subprocess.CompletedProcess:
     )
 
 
+@pytest.mark.slow
 def test_explains_two_job_directories(tmp_path):
     setup = config_jobs(tmp_path)
     a, b = (setup / "alias" / name for name in "ab")
@@ -305,6 +306,7 @@ def _one_line(done: subprocess.CompletedProcess) -> str:
     return done.stderr.splitlines()[-1]
 
 
+@pytest.mark.slow
 def test_from_a_setup_directory_it_finds_sisyphus_and_the_recipes_as_sis_does(tmp_path):
     setup = _i6_setup(tmp_path / "setup")
     expected = "dim#2 'model' (first at CreateConfigJob.returnn_config.python_prolog_hash[0].network['output']"

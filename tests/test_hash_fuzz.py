@@ -6,11 +6,13 @@ from __future__ import annotations
 
 import io
 
+import pytest
 from returnn.tensor import Dim
 
 from bench import hash_fuzz
 
 
+@pytest.mark.slow
 def test_the_fuzzer_finds_no_counterexample_in_a_fixed_sample():
     out = io.StringIO()
     report = hash_fuzz.run(seed=20261201, pairs=36, processes=1, per_base=6, out=out)

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import gzip
 import hashlib
-import importlib
 import itertools
 import logging
 import os
@@ -526,6 +525,7 @@ def test_returnn_tells_two_copies_of_one_function_apart_in_processes_with_versio
     }
 
 
+@pytest.mark.slow
 def test_models_built_with_returnn_common_at_a_version_and_installed_serialize_alike_in_any_order(tmp_path):
     """Built alone, or one after the other in one process in any order, also with two versions: the same code. (The
     same function in two copies has equal code objects; without i6_rc_jobs.imports.code_identity, RETURNN's cache

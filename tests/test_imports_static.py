@@ -16,9 +16,12 @@ import pytest
 
 from i6_rc_jobs.imports import import_
 from i6_rc_jobs.imports.static import Call, Unresolved, find
+from tests import test_imports
 from tests.support.pins import version as pinned_version
 from tests.support.sisyphus_setup import REPO as PROJECT
-from tests.test_imports import REPO, Origin, _git, origin  # noqa: F401 (origin: the fixture)
+from tests.test_imports import REPO, Origin, _git
+
+origin = test_imports.origin  # the fixture, for the tests here too
 
 LIB = "example.org/test/lib"
 

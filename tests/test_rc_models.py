@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 
 from i6_rc_jobs import returnn_check
-from i6_rc_jobs.returnn_check import NetworkCheckError, construct_networks, construct_networks_from_config
+from i6_rc_jobs.returnn_check import NetworkCheckError, construct_networks
 from tests import rc_models
 from tests.support.pins import REPO
 from tests.support.walk import distinct, leaves
@@ -207,6 +207,7 @@ def test_failing_layer_is_named(tmp_path, bad_layer: str, replace: tuple[str, st
     assert str(exc).startswith(f"{config_file}, epoch 3, layer {bad_layer!r}: ")
 
 
+@pytest.mark.slow
 def test_cli(tmp_path):
     """In a process of its own, as CreateConfigJob runs it (it loads the config as rnn.py does, which sets the
     process's behavior version once)."""

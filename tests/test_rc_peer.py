@@ -18,6 +18,7 @@ import pytest
 from tests.rc_peer import plugin, run
 
 ROOT = Path(__file__).resolve().parents[1]
+pytestmark = pytest.mark.slow  # each runs returnn_common tests in a pytest process of its own
 
 
 def _run_plugin(tmp_path: Path, test_code: str, mode: str = "ours") -> dict[str, dict]:

@@ -21,6 +21,7 @@ from tests.support.sisyphus_setup import REPO, make_setup, run_manager
 
 RANGE = sorted(path.stem for path in (REPO / "returnn-range").glob("*.txt"))
 MODELS = ("conformer", "lstm")
+pytestmark = pytest.mark.returnn_range
 #: The last RETURNN before ``BehaviorVersion._get_state``, with which the check failed in an AttributeError.
 TOO_OLD = "1b57b9498^"
 

@@ -7,8 +7,12 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from i6_rc_jobs import ReturnnCommonSerializer
 from tests.test_graph_rules import CASES, EXTERN_DATA
+
+pytestmark = pytest.mark.slow  # each runs RETURNN twice in a process of its own
 
 
 def run(*args: str, cwd: Path) -> subprocess.CompletedProcess:

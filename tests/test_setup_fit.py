@@ -147,6 +147,7 @@ def _setup_python(directory: Path) -> Path:
     return directory / "bin" / "python"
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("way", ["pip install", "checkout beside recipe"])
 def test_an_i6_setup_adds_the_package_and_trains_with_its_own_returnn(tmp_path, way):
     start = time.monotonic()

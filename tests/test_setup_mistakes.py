@@ -7,7 +7,11 @@ import os
 import subprocess
 import sys
 
+import pytest
+
 from tests.support.sisyphus_setup import REPO, end_with_children, job_dirs, make_setup, run_manager
+
+pytestmark = pytest.mark.slow  # each runs a Sisyphus manager, the check or a script with RETURNN
 
 
 def _manager_said(proc: subprocess.CompletedProcess) -> str:
@@ -183,7 +187,7 @@ def test_a_config_without_behavior_version_is_refused_when_it_is_made():
         f'behavior_version {needed} or higher, without it RETURNN fails inside a layer: add "behavior_version": '
         f"nn.min_returnn_behavior_version ({needed}) in the config"
     )
-    with pytest.raises(SerializationError, match=rf"^returnn_config.post_config\['behavior_version'\]: 12 is lower"):
+    with pytest.raises(SerializationError, match=r"^returnn_config.post_config\['behavior_version'\]: 12 is lower"):
         CheckedReturnnConfig({"use_tensorflow": True}, {"behavior_version": 12}, python_prolog=[serializer])
     CheckedReturnnConfig({"use_tensorflow": True, "behavior_version": needed}, python_prolog=[serializer])
 

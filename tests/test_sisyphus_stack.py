@@ -11,6 +11,7 @@ import time
 from pathlib import Path
 
 import numpy as np
+import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 VENV = ROOT / ".venv"
@@ -119,11 +120,11 @@ def test_sis_manager_runs_a_job_with_local_engine(tmp_path):
 def _parse_learning_rates(text):
     """RETURNN's learning-rates file is Python: {epoch: EpochData(learningRate=..., error={...}), ...}."""
 
-    def EpochData(learningRate, error):  # noqa: N802, N803: the names RETURNN writes
+    def EpochData(learningRate, error):  # noqa: N802, N803 (the names RETURNN writes)
         return {"learning_rate": learningRate, "error": error}
 
     namespace = {"EpochData": EpochData, "np": np, "nan": float("nan"), "inf": float("inf"), "__builtins__": {}}
-    return eval(text, namespace)  # noqa: S307: RETURNN's own output, as i6_core reads it
+    return eval(text, namespace)  # noqa: S307 (RETURNN's own output, as i6_core reads it)
 
 
 def example_epochs(out: Path) -> dict[int, dict]:
@@ -146,6 +147,7 @@ def _example_num_epochs() -> int:
     return ast.literal_eval(value)
 
 
+@pytest.mark.slow
 def test_run_sh_task12ax_end_to_end(tmp_path):
     """recipe_examples/run.sh DIR trains a Conformer on Task12AX, which learns; a second run finds everything done."""
     setup = tmp_path / "setup"

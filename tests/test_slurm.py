@@ -15,10 +15,8 @@ with Sisyphus's default waits the example takes about twice as long on Slurm.
 from __future__ import annotations
 
 import contextlib
-import gzip
 import json
 import os
-import re
 import shutil
 import signal
 import subprocess
@@ -48,6 +46,8 @@ WAIT_PERIOD_MTIME_OF_INPUTS = 0
 PLOGGING_UPDATE_FILE_PERIOD = 5
 """
 TRAIN = "i6_core/returnn/training/ReturnnTrainingJob."
+
+pytestmark = pytest.mark.slurm
 
 
 def _not_possible_here() -> str | None:
@@ -174,7 +174,7 @@ def _train_dir(setup: Path) -> Path:
 
 def _submissions(job: Path, task: str) -> list[dict]:
     """How Sisyphus submitted the job's task, in order (its submit log: one line per submission)."""
-    return [eval(line)[1] for line in (job / f"submit_log.{task}").read_text().splitlines()]  # noqa: S307: its repr
+    return [eval(line)[1] for line in (job / f"submit_log.{task}").read_text().splitlines()]  # noqa: S307 (its repr)
 
 
 def _slurm_job_ids(job: Path, task: str) -> list[str]:
@@ -347,7 +347,7 @@ def test_slurm_worker_without_the_version_in_its_cache_says_what_to_fetch(slurm_
             tk.register_output("returnn.config", CreateConfigJob(config, check=True).out_config)
         """,
     )
-    node = f"\nif 'SLURM_JOB_ID' in os.environ:  # a node with an import cache of its own\n"
+    node = "\nif 'SLURM_JOB_ID' in os.environ:  # a node with an import cache of its own\n"
     node += f"    os.environ['I6_RC_IMPORTS_CACHE'] = {str(node_cache)!r}\n"
     (setup / "settings.py").write_text((setup / "settings.py").read_text() + SHORT_WAITS + node)
     monkeypatch.setenv("I6_RC_ENGINE", "slurm")

@@ -284,6 +284,7 @@ class _Batch:
                 if not running:
                     time.sleep(_POLL_S)
                     continue
+                assert server is not None  # started with the first build running
                 done = server.wait(timeout=_POLL_S if pending else None)
                 for request_id, status in done:
                     call, stack, partial = running.pop(request_id)
@@ -432,6 +433,7 @@ class _Server:
         done = [(message["id"], message["status"])]
         while b"\n" in self._buffer:
             message = self._read(0)
+            assert message is not None  # a whole line is buffered
             done.append((message["id"], message["status"]))
         return done
 

@@ -32,7 +32,7 @@ def command_parser(
     name = module.rsplit(".", 1)[-1].replace("_", "-")
     prog = f"python -m i6_rc_jobs {name}"
     if description is None:
-        description = sys.modules[module].__doc__.split(":", 1)[1]
+        description = str(sys.modules[module].__doc__).split(":", 1)[1]
     description = " ".join(description.split())
     said = "; ".join(f"{status.value} {status.meaning}" for status in statuses)
     return argparse.ArgumentParser(

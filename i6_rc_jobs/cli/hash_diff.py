@@ -66,7 +66,7 @@ def missing(e: ModuleNotFoundError, who: str) -> str:
     """One line for a module that cannot be imported, and how to make it importable."""
     return (
         f"{who} needs the module {e.name!r}, which cannot be imported here: run it from the setup directory (where "
-        f"sis finds recipe/{e.name.partition('.')[0]}), or put the directory holding it on PYTHONPATH"
+        f"sis finds recipe/{str(e.name).partition('.')[0]}), or put the directory holding it on PYTHONPATH"
     )
 
 

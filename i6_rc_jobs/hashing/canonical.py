@@ -7,7 +7,7 @@ tokens of its inputs), never by description or variable name. Everything else ke
 from __future__ import annotations
 
 import hashlib
-from typing import Any, Callable, Iterable, Iterator, Optional
+from typing import Any, Callable, Iterable, Iterator, Optional, Sequence
 
 from i6_core.returnn.config import CodeWrapper
 from sisyphus.delayed_ops import DelayedBase
@@ -166,7 +166,7 @@ class Canonicalizer:
     def sections(
         self,
         sections: list[tuple[str, Any]],
-        unhashed: list[tuple[str, Any]] = (),
+        unhashed: Sequence[tuple[str, Any]] = (),
         readings: Optional[DescriptionReadings] = None,
     ) -> dict[str, Any]:
         """Canonical form of named top-level values, in the given order. Dims that also occur in the ``unhashed``
@@ -292,7 +292,8 @@ class Canonicalizer:
             try:
                 out[key if type(key) is str else walk(key)] = item if type(item) in AS_IS_TYPES else walk(item)
             except SerializationError as e:
-                raise e.at(key_step(key))
+                e.at(key_step(key))
+                raise
         if len(out) < len(value):
             self._refuse_alike_keys(value)
         return out
@@ -327,20 +328,23 @@ class Canonicalizer:
             try:
                 out.append(item if type(item) in AS_IS_TYPES else walk(item))
             except SerializationError as e:
-                raise e.at(f"[{i}]")
+                e.at(f"[{i}]")
+                raise
         return out
 
     def _pair(self, key: Any, item: Any) -> tuple[Any, Any]:
         try:
             return self._value(key), self._value(item)
         except SerializationError as e:
-            raise e.at(key_step(key))
+            e.at(key_step(key))
+            raise
 
     def _set_element(self, item: Any) -> Any:
         try:
             return self._value(item)
         except SerializationError as e:
-            raise e.at(f"{{{item!r}}}")
+            e.at(f"{{{item!r}}}")
+            raise
 
     def _dim(self, ref: DimRef) -> Token:
         if ref.global_name is not None:
@@ -373,7 +377,7 @@ class Canonicalizer:
                 raise SerializationError(f"DimRef {top.name!r} is derived from itself")  # met again inside its walk
             dep_tokens = iter([self._dep_token(dep, top, first, spelled_by) for dep in self._dependencies(top)])
             index = len(self.definitions)
-            definition = self._definition(top, lambda _dep: next(dep_tokens))  # in dependencies() order
+            definition = self._definition(top, lambda _dep, tokens=dep_tokens: next(tokens))  # in dependencies() order
             self.index[id(top)] = index
             self.definitions.append(definition)
             self._later.append(DimToken(index, None))
@@ -439,11 +443,11 @@ class Canonicalizer:
         kind = kind or "unspecified"
         if ref.copy_of is not None:
             return f"{kind} copy of {name_of(ref.copy_of)}{extras}"
-        size = "?" if size is None else size
+        shown = "?" if size is None else size
         if ref.op is not None:
             operands = ", ".join(name_of(x) if isinstance(x, DimRef) else str(x) for x in ref.inputs)
-            return f"{kind} {size} = {ref.op}({operands}){extras}"
-        return f"{kind} {size}{extras}"
+            return f"{kind} {shown} = {ref.op}({operands}){extras}"
+        return f"{kind} {shown}{extras}"
 
     def _in_order(
         self, items: Iterable, visit: Callable[[Any], Any], tiebreak: Optional[Callable[[Any], str]] = None
@@ -453,7 +457,7 @@ class Canonicalizer:
         their dims occur, then by ``tiebreak`` (a dict key by its value). Items alike in all that whose new dims occur
         elsewhere too are a tie: which goes first is :meth:`_choose`'s, and the others are ordered again once its dims
         are numbered."""
-        out = []
+        out: list[Any] = []
         pending = list(items)
         while pending:
             ordered, tie = self._ordered(pending, tiebreak)
@@ -576,6 +580,7 @@ def _smallest(
         runs += 1
         if runs + len(pending) > MAX_TIE_RUNS:
             Canonicalizer(refuse_ties=True).sections(hashed, unhashed, readings)  # raises, naming the first tie
+    assert best is not None  # the first run sets it
     return best
 
 

@@ -142,8 +142,7 @@ def _by_path(form: dict[str, Any], names: list[str]) -> dict[str, Any]:
     with its scope)."""
 
     def rename(value: Any) -> Any:
-        if type(value) is Token and _LAYER_TOKEN.fullmatch(value.text):
-            found = _LAYER_TOKEN.fullmatch(value.text)
+        if type(value) is Token and (found := _LAYER_TOKEN.fullmatch(value.text)):
             return Token(f"{found.group(1)}layer {names[int(found.group(2))]!r}")
         if type(value) is dict:
             return {rename(key) if type(key) is not str else key: rename(item) for key, item in value.items()}
@@ -274,9 +273,9 @@ def _match_dims(a: _Side, b: _Side) -> _Matching:
     change; it replaces the first A dim left of its description."""
     by_both: dict[tuple[str, Optional[str]], list[int]] = {}
     by_definition: dict[str, list[int]] = {}
-    for i in sorted(a.local):
-        by_both.setdefault((a.local[i], a.names.get(i)), []).append(i)
-        by_definition.setdefault(a.local[i], []).append(i)
+    for k in sorted(a.local):
+        by_both.setdefault((a.local[k], a.names.get(k)), []).append(k)
+        by_definition.setdefault(a.local[k], []).append(k)
     same: dict[int, int] = {}
     taken: set[int] = set()
     for j in sorted(b.local):

@@ -90,7 +90,7 @@ class _Net:
     def __init__(self, kind: str, parent: Optional[_Net], owner: Optional[_Layer], where: str, sources: Any = None):
         self.kind, self.parent, self.owner, self.where, self.sources = kind, parent, owner, where, sources
         self.layers: dict[str, Union[_Layer, _Net]] = {}  # a flattened subnetwork is its _Net
-        self.path = "" if owner is None else owner.path + "/"
+        self.path: str = "" if owner is None else owner.path + "/"
         self.other: dict[str, Any] = {}  # entries that are no layer description
         self.found: dict[str, Any] = {}  # name -> what Graph._find finds for it here
         # the innermost loop this scope sits in
@@ -116,7 +116,7 @@ def _sorted_items(value: dict) -> list[tuple[Any, Any]]:
 def _static_random(desc: dict) -> bool:
     """Rule "static-random": a random layer that creates no variable (static=True) and makes no dim named after
     itself (no int in its shape)."""
-    shape = desc.get("shape")
+    shape: Any = desc.get("shape")
     return (
         desc["class"] == "random"
         and desc.get("static") is True
@@ -327,10 +327,10 @@ class Graph:
         self._root = _Net("root", None, None, where)
         # every layer in parse order (a layer before its body), and in its place each flattened subnetwork (rule
         # "subnetwork-scope" decides which of them stay flattened, see _keep_shared_scopes)
-        self._layers: list[Union[_Layer, _Net]] = []
-        self._subs: list[tuple[_Net, str, int, int]] = []  # (subnetwork, its name, its layers' range)
-        self._parse(network, self._root, "", 0, self._layers, self._subs)
-        self._keep_shared_scopes()
+        parsed: list[Union[_Layer, _Net]] = []
+        self._subs: list[tuple[_Net, _Layer, int, int]] = []  # (subnetwork, its flattened layer, its layers' range)
+        self._parse(network, self._root, "", 0, parsed, self._subs)
+        self._layers = self._keep_shared_scopes(parsed)
         self._order: list[_Layer] = []
         self.names: list[str] = []
         # for _ties, made when a string first needs them (many nets have none): a plain name -> the layers of that
@@ -351,7 +351,7 @@ class Graph:
 
     def _parse(self, network: dict, net: _Net, prefix: str, depth: int, layers: list, subs: list) -> None:
         """The layers of ``network`` into ``net``, under the TF scope ``prefix``, each also appended to ``layers``
-        (each flattened subnetwork too, before its layers), and to ``subs`` each flattened subnetwork, its name and
+        (each flattened subnetwork too, before its layers), and to ``subs`` each flattened subnetwork, its layer and
         the range of its layers in ``layers``."""
         if depth > MAX_DEPTH:
             raise SerializationError(f"subnetworks nested deeper than {MAX_DEPTH}").at(net.where)
@@ -366,7 +366,8 @@ class Graph:
                 try:
                     layer_prefix = _scope_prefix(prefix, name, name_scope)
                 except SerializationError as e:
-                    raise e.at(f"{net.where}[{name!r}]['name_scope']")
+                    e.at(f"{net.where}[{name!r}]['name_scope']")
+                    raise
             body = _body(desc) if desc["class"] in _BODY_OPTIONS else None
             if body is None:
                 net.layers[name] = layer = _Layer(name, desc, net, layer_prefix)
@@ -378,46 +379,43 @@ class Graph:
                 layers.append(sub)
                 start = len(layers)
                 self._parse(desc["subnetwork"], sub, layer_prefix, depth + 1, layers, subs)
-                subs.append((sub, name, start, len(layers)))
+                subs.append((sub, owner, start, len(layers)))
                 continue
             kind = "loop" if body == "unit" else "subnet"  # a subnetwork with options
-            layer = _Layer(name, desc, net, layer_prefix, _Net(kind, net, None, f"{net.where}[{name!r}][{body!r}]"))
-            layer.unit.owner = layer
-            layer.unit.path = layer.path + "/"
+            unit = _Net(kind, net, None, f"{net.where}[{name!r}][{body!r}]")
+            layer = _Layer(name, desc, net, layer_prefix, unit)
+            unit.owner = layer
+            unit.path = layer.path + "/"
             if kind == "loop":
-                layer.unit.loop = layer
+                unit.loop = layer
             net.layers[name] = layer
             layers.append(layer)
-            self._parse(desc[body], layer.unit, layer.scope, depth + 1, layers, subs)
+            self._parse(desc[body], unit, layer.scope, depth + 1, layers, subs)
 
-    def _keep_shared_scopes(self) -> None:
+    def _keep_shared_scopes(self, parsed: list[Union[_Layer, _Net]]) -> list[_Layer]:
         """Rule "subnetwork-scope": a flattened subnetwork under whose scope a layer outside it has variables
-        (SubnetworkLayer would own those too) is a layer with its body, as a subnetwork with options. Then
-        :attr:`_layers` holds layers only."""
+        (SubnetworkLayer would own those too) is a layer with its body, as a subnetwork with options. Returns the
+        layers of ``parsed``, each such subnetwork in its place as its layer."""
         owners = sorted(
-            (layer.scope, i) for i, layer in enumerate(self._layers) if type(layer) is _Layer and layer.owns_parameters
+            (layer.scope, i) for i, layer in enumerate(parsed) if type(layer) is _Layer and layer.owns_parameters
         )
         scopes = [scope for scope, _ in owners]
-        for sub, name, start, end in self._subs:
-            prefix = sub.owner.prefix  # ends with "/": the scopes under it sort from prefix to prefix[:-1] + "0"
+        for sub, flat, start, end in self._subs:
+            prefix = flat.prefix  # ends with "/": the scopes under it sort from prefix to prefix[:-1] + "0"
             found = range(bisect.bisect_left(scopes, prefix), bisect.bisect_left(scopes, prefix[:-1] + "0"))
             if all(start <= owners[i][1] < end for i in found):
                 continue
-            flat = sub.owner
             sub.kind, sub.sources = "subnet", None
-            sub.owner = layer = _Layer(name, flat.desc, sub.parent, flat.prefix, sub)
-            sub.parent.layers[name] = layer
-        self._layers = [
-            item if type(item) is _Layer else item.owner
-            for item in self._layers
-            if type(item) is _Layer or item.kind == "subnet"
-        ]
+            sub.owner = parsed[start - 1] = _Layer(flat.name, flat.desc, flat.net, flat.prefix, sub)
+            flat.net.layers[flat.name] = sub.owner
+        return [item for item in parsed if isinstance(item, _Layer)]
 
-    def _index(self, net: _Net) -> None:
-        """Every layer by its name, for the strings that may name it (:meth:`_ties`); a namespace by its output."""
+    def _index(self, net: _Net, names: dict[str, list[tuple[str, _Layer]]]) -> None:
+        """Every layer by its name, into ``names`` if a plain name, for the strings that may name it (:meth:`_ties`);
+        a namespace by its output."""
         for name, item in net.layers.items():
-            if type(item) is _Net:
-                self._index(item)
+            if isinstance(item, _Net):
+                self._index(item, names)
                 found = self._lookup("output", item)
                 if found is None or type(found) is Tagged:
                     continue
@@ -425,9 +423,9 @@ class Graph:
             else:
                 layer = item
                 if item.unit is not None:
-                    self._index(item.unit)
+                    self._index(item.unit, names)
             if _PLAIN_WORD.fullmatch(name):
-                self._names.setdefault(name, []).append((name, layer))
+                names.setdefault(name, []).append((name, layer))
             else:
                 self._odd_names.append((name, layer))
 
@@ -482,14 +480,16 @@ class Graph:
             return self._data(text, net, hops, prev)
         stacked = False
         while rest and item is not None:
-            if type(item) is _Layer and item.unit is None:
-                return self._prev(item, stacked, rest, prev)
-            head, _, rest = rest.partition("/")
-            if type(item) is _Net:
+            if isinstance(item, _Net):
+                head, _, rest = rest.partition("/")
                 item = item.layers.get(head)
+            elif item.unit is None:
+                return self._prev(item, stacked, rest, prev)
             else:
-                item, stacked = item.unit.layers.get(head), stacked or item.unit.kind == "loop"
-        if type(item) is _Net:  # rule "subnetwork-namespace": the subnetwork's output
+                head, _, rest = rest.partition("/")
+                stacked = stacked or item.unit.kind == "loop"
+                item = item.unit.layers.get(head)
+        if isinstance(item, _Net):  # rule "subnetwork-namespace": the subnetwork's output
             found = self._find("output", item, hops + 1)
             if found is None or type(found) is Tagged or found[3]:
                 return None
@@ -516,10 +516,12 @@ class Graph:
         and the rec cell resolve it."""
         key = "data" if text == "data" else text[len("data:") :]
         if net.kind == "sub":  # rule "subnetwork-namespace": "data" is the input; other keys are the parent's
+            assert net.parent is not None  # every scope but the root has a parent
             if key == "data":
                 return self._find(net.sources[0], net.parent, hops + 1, prev) if net.sources else None
             return self._data(text, net.parent, hops, prev)
         if net.kind == "loop":  # rule "loops": "data:source" is the per-frame input, other keys extern data's frame
+            assert net.owner is not None  # a loop body has its layer
             loop = self._token(net.owner)
             if key == "source":
                 return Tagged(("@prev-loop-input" if prev else "@loop-input", loop))
@@ -536,6 +538,7 @@ class Graph:
         its node hashes); any other key is the parent's. A concat_sources whose truth this cannot tell ties both."""
         if prev:
             return None
+        assert net.owner is not None  # a subnetwork with options has its layer
         owner = self._token(net.owner)
         concat = net.owner.desc.get("concat_sources", True)
         sources = net.owner.desc.get("from", "data")
@@ -559,6 +562,7 @@ class Graph:
             for i, source in enumerate(sources):
                 if key == source or key == str(i) or (key == "data" and i == 0):
                     return Tagged(("@subnetwork-input", owner, i))
+        assert net.parent is not None  # every scope but the root has a parent
         return self._data(text, net.parent, hops, "")
 
     def _token(self, layer: _Layer) -> Token:
@@ -633,15 +637,15 @@ class Graph:
         if loop is not None:
             node["@loop"] = self._token(loop)
         if layer.unit is not None:  # RETURNN reads a loop body's "output" and "end", a subnetwork's "output"
-            loop = layer.unit.kind == "loop"
-            node["@unit" if loop else "@subnetwork"] = {
+            is_loop = layer.unit.kind == "loop"
+            node["@unit" if is_loop else "@subnetwork"] = {
                 name: found
-                for name in (("output", "end") if loop else ("output",))
+                for name in (("output", "end") if is_loop else ("output",))
                 if name in layer.unit.layers and (found := self._resolve(name, layer.unit)) is not None
             }
             other = self._other(layer.unit, layer.prefix)
             if other:
-                node["@unit other entries" if loop else "@subnetwork other entries"] = other
+                node["@unit other entries" if is_loop else "@subnetwork other entries"] = other
         if layer.net.kind == "nested":
             node["@name"] = layer.path
         return node
@@ -676,9 +680,9 @@ class Graph:
             if found is None:
                 return None
             kind, number, first = found
-            operands = [sources[0], _Scalar(number)]
-            return {"class": "combine", "kind": kind, "from": operands if first else operands[::-1]}
-        operands = desc.get("from")
+            pair = [sources[0], _Scalar(number)]
+            return {"class": "combine", "kind": kind, "from": pair if first else pair[::-1]}
+        operands: Any = desc.get("from")
         if type(operands) not in (list, tuple) or len(operands) != 2 or options != _COMBINE_OPTIONS:
             return None
         if type(operands[0]) is not str or type(operands[1]) is not str:
@@ -812,10 +816,10 @@ class Graph:
     def _ties(self, text: str) -> list[tuple[str, Token]]:
         """Every layer whose name occurs in ``text``: as a word (split at what no plain name holds), or for names
         with other characters, anywhere; by name and path (numbers in that order)."""
-        if self._names is None:
-            self._names = {}
-            self._index(self._root)
         names = self._names
+        if names is None:
+            names = self._names = {}
+            self._index(self._root, names)
         words = set(_WORD_SPLIT.split(text)) | set(_DOTTED_SPLIT.split(text))
         found = [(name, layer.path, layer) for word in words for name, layer in names.get(word, ())]
         found.extend((name, layer.path, layer) for name, layer in self._odd_names if name in text)

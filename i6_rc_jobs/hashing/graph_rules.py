@@ -4,7 +4,7 @@ A rule says which differences of two net dicts RETURNN cannot tell apart (same T
 same output), so the graph hash leaves them out. Each has two tests against real RETURNN in
 ``tests/test_graph_rules.py``: two dicts differing only by the rule build the same model and hash alike, and a
 semantic change next to it hashes differently. A change of any rule's effect on any net dict is a new
-GRAPH_FORMAT_VERSION (it is in every graph hash), with a CHANGELOG entry."""
+GRAPH_FORMAT_VERSION (it is in every graph hash), with a CHANGELOG entry (docs/development.md, "Changing a hash")."""
 
 from __future__ import annotations
 

@@ -1,5 +1,6 @@
 """The Sisyphus hash of a ReturnnCommonSerializer (of its serialized net). A change of these bytes for an unchanged config is a decision:
-bump FORMAT_VERSION, update tests/golden/hashes.json and say why in CHANGELOG.md."""
+bump FORMAT_VERSION, update tests/golden/hashes.json and say why in CHANGELOG.md (docs/development.md, "Changing a
+hash", says when a correction keeps the version)."""
 
 from __future__ import annotations
 
@@ -27,7 +28,8 @@ def split_sections(
 ) -> tuple[list[tuple[str, Any]], list[tuple[str, Any]]]:
     """The parts that count for the hash, and the others; with ``hash_scheme="graph"``, each network as its graph
     (``graphs``, if the caller made them already with :func:`layer_graphs`)."""
-    hashed, unhashed = [], []
+    hashed: list[tuple[str, Any]] = []
+    unhashed: list[tuple[str, Any]] = []
     for name, value in serializer.sections():
         (hashed if _is_hashed(serializer, name) else unhashed).append((name, value))
     if serializer.hash_scheme == "graph":

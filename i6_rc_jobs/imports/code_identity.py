@@ -77,6 +77,7 @@ class _ThenKeyByIdentity(importlib.abc.Loader):
         return self.loader.create_module(spec)
 
     def exec_module(self, module: ModuleType) -> None:
+        assert module.__spec__ is not None  # the import system made the module from its spec
         module.__loader__ = module.__spec__.loader = self.loader  # the real one, for linecache, inspect, reloads
         self.loader.exec_module(module)
         _key_by_identity(module)

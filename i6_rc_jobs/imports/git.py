@@ -62,6 +62,7 @@ def extract(git_dir: str, commit: str, target: str, what: str) -> None:
             capture_output=True,
             check=False,
         )
+        assert archive.stdout is not None  # stdout=PIPE
         archive.stdout.close()
         status = archive.wait()
         errors.seek(0)

@@ -67,22 +67,24 @@ def _convert(value: Any, capture: DimCapture, depth: int) -> Any:
                     else _convert(v, capture, inner)
                 )
             except SerializationError as e:
-                raise e.at(key_step(k))
+                e.at(key_step(k))
+                raise
         return out
     if cls is list or cls is tuple or is_namedtuple(value):
         if cls is not list and cls is not tuple:
             check_namedtuple(value)  # refused now, not when the config is written
-        out = []
+        items = []
         for i, v in enumerate(value):
             try:
-                out.append(
+                items.append(
                     v
                     if type(v) in LEAF_TYPES and inline and (type(v) is not int or INT_LOW < v < INT_HIGH)
                     else _convert(v, capture, inner)
                 )
             except SerializationError as e:
-                raise e.at(f"[{i}]")
-        return out if cls is list else tuple(out) if cls is tuple else cls(*out)
+                e.at(f"[{i}]")
+                raise
+        return items if cls is list else tuple(items) if cls is tuple else cls(*items)
     if cls is set or cls is frozenset:
         refs = capture.known(value)  # most out_shape sets
         if refs is None:
@@ -91,7 +93,8 @@ def _convert(value: Any, capture: DimCapture, depth: int) -> Any:
                 try:
                     refs.append(_convert(v, capture, depth + (2 if cls is frozenset else 1)))
                 except SerializationError as e:
-                    raise e.at(_element_step(v))
+                    e.at(_element_step(v))
+                    raise
         return cls(refs)
     if isinstance(value, Dim):
         return capture.ref(value)
@@ -114,7 +117,8 @@ def _ordered(values: Iterable[Any], capture: DimCapture, step: Callable[[Any], s
             try:
                 check_int(v)
             except SerializationError as e:
-                raise e.at(step(v))
+                e.at(step(v))
+                raise
     return sorted(values, key=capture.order_key)
 
 

@@ -7,7 +7,7 @@ import base64
 import builtins
 import math
 from types import ModuleType
-from typing import Any, Callable, Iterable, Optional
+from typing import Any, Callable, Iterable, NamedTuple, Optional
 
 from i6_core.returnn.config import CodeWrapper
 from sisyphus.delayed_ops import DelayedBase
@@ -138,6 +138,7 @@ class CodeWriter:
                         key_code = strings.get(key) or self._str(key)
                     else:
                         key_code = walk(key, indent)
+                        assert other_keys is not None  # given with keyed
                         other_keys.append(key)
                 cls = type(item)
                 if cls is str:
@@ -151,7 +152,8 @@ class CodeWriter:
                 else:
                     code = walk(item, indent)
             except SerializationError as e:
-                raise e.at(step(key))
+                e.at(step(key))
+                raise
             out.append(f"{key_code}: {code}" if keyed else code)
         return out
 
@@ -197,7 +199,7 @@ class CodeWriter:
             self.imported[(module, top)] = local
         return f"{local}{'.' if rest else ''}{rest}"
 
-    def _namedtuple(self, value: tuple, indent: str) -> str:
+    def _namedtuple(self, value: NamedTuple, indent: str) -> str:
         cls = type(value)
         name = self._imported(*check_namedtuple(value))
         inner = indent + INDENT
@@ -206,7 +208,8 @@ class CodeWriter:
             try:
                 codes.append(f"{field}={self._value(item, inner)}")
             except SerializationError as e:
-                raise e.at(f".{field}")
+                e.at(f".{field}")
+                raise
         return _layout(codes, indent, f"{name}(", ")")
 
     def _numpy(self, value: Any, numpy: ModuleType, indent: str) -> str:

@@ -4,7 +4,7 @@ hash), while its repr is the dim's variable name in the written config (i6_core 
 
 from __future__ import annotations
 
-from typing import Optional, Union
+from typing import Any, Optional, TypeGuard, Union
 
 from i6_core.returnn.config import CodeWrapper
 
@@ -98,7 +98,7 @@ def literal_code(value: object) -> str:
     return repr(value)
 
 
-def _is_ref(value: object) -> bool:
+def _is_ref(value: object) -> TypeGuard[DimRef]:
     return type(value) is DimRef
 
 
@@ -217,7 +217,7 @@ class DimRef(CodeWrapper):
         if global_name is not None:  # shared by every serializer in the process (and pickled by reference)
             super().__setattr__("_frozen", True)
 
-    def __setattr__(self, field: str, value: object) -> None:
+    def __setattr__(self, field: str, value: Any) -> None:
         if self.__dict__.get("_frozen"):
             raise SerializationError(
                 f"DimRef {self.code!r} is RETURNN's global {self.global_name}, one object for every serializer: "
@@ -379,7 +379,7 @@ class DimRef(CodeWrapper):
         if definition is None:
             return []
         lines = [f"{self.name} = {definition}"]
-        if self.copied_as_plain():  # what ``Dim.copy`` does after making the Dim
+        if self.copy_of is not None and self.copied_as_plain():  # what ``Dim.copy`` does after making the Dim
             lines.append(f"{self.name}.same_as = {self.copy_of.name}")
         return lines
 
@@ -434,6 +434,7 @@ def derived_shape(ref: DimRef, shapes: Optional[dict[int, tuple]] = None) -> tup
         kinds = {kind for kind, _ in operands}
         kind = "spatial" if "batch" in kinds or "feature" not in kinds else "feature"
         sizes = [size for _, size in operands]
+        assert top.op is not None  # a dim with sources and no copy_of is derived
         try:
             size = None if None in sizes else OP_SIZE[top.op](*sizes)
         except ZeroDivisionError:

@@ -7,7 +7,7 @@ import keyword
 import math
 import sys
 import types
-from typing import Any, Callable, Optional
+from typing import Any, Callable, NamedTuple, Optional, TypeGuard
 
 from i6_core.returnn.config import CodeWrapper
 from sisyphus.delayed_ops import DelayedBase
@@ -17,7 +17,7 @@ from .numpy_values import check_numpy, numpy_brackets, numpy_of
 from .refs import MarkedRef
 
 #: Leaves the walks take as they are, checked inline (``type(x) in LEAF_TYPES``) on their hot paths.
-LEAF_TYPES = frozenset({str, int, float, bool, type(None), bytes})
+LEAF_TYPES: frozenset[type] = frozenset({str, int, float, bool, type(None), bytes})
 
 
 #: Python compiles no code with more than this many nested brackets ("too many nested parentheses"; measured with
@@ -75,7 +75,7 @@ def check_brackets(value: Any, outside: int) -> None:
         )
 
 
-def is_namedtuple(value: Any) -> bool:
+def is_namedtuple(value: Any) -> TypeGuard[NamedTuple]:
     return isinstance(value, tuple) and hasattr(type(value), "_fields")
 
 
@@ -97,7 +97,8 @@ def import_source(obj: Any, kind: str) -> tuple[str, str]:
     another object: a lambda, a function or class defined inside a function, one from ``__main__`` or bound to
     another name. Both are dotted identifiers: the import line is valid code, and their text in the hash ends where
     they do."""
-    module, qualname = getattr(obj, "__module__", None), getattr(obj, "__qualname__", None)
+    module: Any = getattr(obj, "__module__", None)
+    qualname: Any = getattr(obj, "__qualname__", None)
     if module == "__main__":
         raise SerializationError(
             f"a {kind} from __main__ cannot be imported by the config: {qualname}: define it with def (class) at the "
@@ -149,7 +150,7 @@ def _check_rebuilds(cls: type) -> None:
     )
 
 
-def check_namedtuple(value: tuple) -> tuple[str, str]:
+def check_namedtuple(value: NamedTuple) -> tuple[str, str]:
     """:func:`namedtuple_source` of the value's class, after checking that the value itself is rebuilt from its
     items: one item per field and no instance attributes (of a subclass without ``__slots__``)."""
     cls = type(value)
@@ -246,7 +247,8 @@ def _check(value: Any, depth: int) -> None:
                 _check(key, depth + 1)
                 _check(item, depth + 1)
             except SerializationError as e:
-                raise e.at(key_step(key))
+                e.at(key_step(key))
+                raise
     elif cls is list or cls is tuple or cls is set or cls is frozenset or is_namedtuple(value):
         if is_namedtuple(value):
             check_namedtuple(value)
@@ -254,7 +256,8 @@ def _check(value: Any, depth: int) -> None:
             try:
                 _check(item, depth + brackets(value))
             except SerializationError as e:
-                raise e.at(f"{{{describe(item)}}}" if isinstance(value, (set, frozenset)) else f"[{i}]")
+                e.at(f"{{{describe(item)}}}" if isinstance(value, (set, frozenset)) else f"[{i}]")
+                raise
     else:
         check_leaf(value)
 

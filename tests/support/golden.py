@@ -1,7 +1,7 @@
 """Golden files: the generated code and the Sisyphus hashes of the fixed cases, in both hash schemes. A hash that
 changes is a decision: bump FORMAT_VERSION in i6_rc_jobs/hashing/sis_hash.py (GRAPH_FORMAT_VERSION in
 i6_rc_jobs/hashing/graph_rules.py for graph hashes), say why in CHANGELOG.md, then rewrite the files with
-``.venv/bin/python -m tests.support.golden --update``."""
+``.venv/bin/python -m tests.support.golden --update`` (all the rules: docs/development.md, "Changing a hash")."""
 
 from __future__ import annotations
 
