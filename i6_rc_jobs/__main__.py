@@ -27,8 +27,11 @@ USAGE = "usage: python -m i6_rc_jobs <command> [options] (or: i6-rc <command> [o
 def summary(command: str) -> str:
     """The command's module docstring after the usage it starts with, up to its first comma, colon, parenthesis or
     sentence end: one line, read without importing the command (some import TensorFlow)."""
-    with open(importlib.util.find_spec(COMMANDS[command]).origin) as file:
+    spec = importlib.util.find_spec(COMMANDS[command])
+    assert spec is not None and spec.origin is not None, COMMANDS[command]  # (a module of this package)
+    with open(spec.origin) as file:
         doc = ast.get_docstring(ast.parse(file.read()))
+    assert doc is not None, f"{COMMANDS[command]} has no docstring"
     return re.split(r"[,:;(]|\. ", " ".join(doc.split(":", 1)[1].split()), maxsplit=1)[0].strip(" .").replace("``", "")
 
 

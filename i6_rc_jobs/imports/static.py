@@ -125,9 +125,12 @@ def _constants(tree: ast.Module) -> dict[str, Known]:
             if value is not None:
                 constants[targets[0].id] = value
     for assign in unpackings:
-        names, value = assign.targets[0].elts, _known(assign.value, constants)
-        if isinstance(value, tuple) and len(value) == len(names) and all(isinstance(n, ast.Name) for n in names):
-            constants.update((name.id, item) for name, item in zip(names, value) if name.id in once)
+        target = assign.targets[0]
+        assert isinstance(target, ast.Tuple)  # (as collected)
+        names = [name.id for name in target.elts if isinstance(name, ast.Name)]
+        value = _known(assign.value, constants)
+        if isinstance(value, tuple) and len(value) == len(names) == len(target.elts):
+            constants.update((name, item) for name, item in zip(names, value) if name in once)
     return constants
 
 
@@ -138,7 +141,8 @@ def _known(node: Optional[ast.expr], constants: dict[str, Known]) -> Optional[Kn
         return node.value
     if isinstance(node, ast.Tuple):
         items = [_known(item, constants) for item in node.elts]
-        return tuple(items) if all(isinstance(item, str) for item in items) else None
+        texts = [item for item in items if isinstance(item, str)]
+        return tuple(texts) if len(texts) == len(items) else None
     if isinstance(node, ast.Name):
         return constants.get(node.id)
     if isinstance(node, ast.Subscript):

@@ -72,9 +72,10 @@ def _meaning(ref: DimRef) -> tuple:
     in it to be one dim (descriptions are cosmetic but for auto-generated dims)."""
     deps = tuple(id(x) if isinstance(x, DimRef) else x for x in (*ref.inputs, ref.copy_of, ref.bounded_by))
     description = ref.description if ref.auto_generated or ref.copy_of is not None else None
+    vocab = None if ref.vocab is None else literal_code(ref.vocab)
     flags = (ref.match_priority, ref.auto_generated, ref.special, ref.capacity, ref.undefined, ref.global_name)
-    flags += (ref.keeps_op, None if ref.vocab is None else literal_code(ref.vocab))
-    return (ref.kind, ref.size, description, ref.op, deps, id(ref.derived_from_tag), flags)
+    kept_op_and_vocab = (ref.keeps_op, vocab)
+    return (ref.kind, ref.size, description, ref.op, deps, id(ref.derived_from_tag), flags, kept_op_and_vocab)
 
 
 def math_key(ref: DimRef) -> tuple:

@@ -362,6 +362,7 @@ class DimRef(CodeWrapper):
             args.append(f"derived_from_tag={self.derived_from_tag.name}")
         if self.keeps_op:
             self._check_kept_op(self.copy_of, True)  # the base may have been edited since
+            assert self.copy_of is not None  # (checked)
             args.append(f"derived_from_op={self.copy_of.name}.derived_from_op")
         if self.vocab is not None:
             args.append(f"vocab={literal_code(self.vocab)}")
