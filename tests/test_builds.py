@@ -7,6 +7,7 @@ import functools
 import json
 import os
 import pickle
+import shutil
 import signal
 import subprocess
 import sys
@@ -90,6 +91,42 @@ def test_a_cached_build_runs_no_builder_and_gives_the_same_serializer(setup):
     second = _lstm(builds, recipe, bmodels)
     assert build_recipes.builds(recipe) == 1 and _variants(builds) == [variant]
     assert _hash(first) == _hash(second) and first.get() == second.get()
+
+
+def test_calls_of_one_sisyphus_hash_get_their_own_results(setup):
+    """Dicts in another order hash alike in Sisyphus but are other calls: each gets its own model, in one build_many
+    too, and both stay cached."""
+    recipe, builds, bmodels = setup
+    ab, ba = {"a": 16, "b": 32}, {"b": 32, "a": 16}
+    from sisyphus.hash import sis_hash_helper
+
+    assert sis_hash_helper(ab) == sis_hash_helper(ba)  # the premise
+    together = builds.build_many([(bmodels.first_size, (ab,), {}), (bmodels.first_size, (ba,), {})])
+    assert _hash(together[0]) != _hash(together[1]) and build_recipes.builds(recipe) == 2
+    alone = [builds.build(bmodels.first_size, sizes) for sizes in (ba, ab)]
+    assert [_hash(s) for s in alone] == [_hash(together[1]), _hash(together[0])] and build_recipes.builds(recipe) == 2
+
+
+def test_an_entry_copied_under_another_call_is_refused(setup):
+    """An entry is signed for its call: copied into another call's place (with its own call.pickle or the other's),
+    it is not loaded, and the other call is built."""
+    recipe, builds, bmodels = setup
+    (recipe / "layers2.txt").write_text("2")
+    time.sleep(SETTLE_S)
+    one = _lstm(builds, recipe, bmodels)
+    (source,) = _variants(builds)
+    two = builds.build(bmodels.lstm, str(recipe / "layers2.txt"))
+    (target,) = [variant for variant in _variants(builds) if variant != source]
+    own_call = (target / "call.pickle").read_bytes()
+    for call in (None, own_call):
+        shutil.rmtree(target)
+        shutil.copytree(source, target)
+        if call is not None:
+            (target / "call.pickle").write_bytes(call)
+        again = builds.build(bmodels.lstm, str(recipe / "layers2.txt"))
+        assert _hash(again) == _hash(two) != _hash(one)
+        target = max(target.parent.iterdir())
+    assert build_recipes.builds(recipe) == 4
 
 
 @pytest.mark.parametrize(

@@ -1,8 +1,9 @@
 """The manager's side of builds: the cache key of a call, the lookup that verifies an entry, and the build server it
 starts (once per process, on the first call that is not cached) to build the others.
 
-A call is cached under the Sisyphus hash of the builder's name and its arguments; an entry of it is used only if
-every dependency its build recorded (:mod:`.record`) still holds: the same Python, ``sys.path`` and working
+A call is cached under the Sisyphus hash of the builder's name and its arguments, and told apart from other calls
+of that hash by the digest of its exact pickle (builder and arguments), to which an entry's signature is bound; an
+entry of it is used only if every dependency its build recorded (:mod:`.record`) still holds: the same Python, ``sys.path`` and working
 directory, the same values of the environment variables it read, the same content of every file it loaded or
 read (:mod:`.fingerprint`)."""
 
@@ -27,7 +28,7 @@ from typing import Any, Callable, Iterable, Optional
 
 from ..imports.cache import locked
 from .fingerprint import Verifier
-from .store import Store, cache_root, touch_used
+from .store import Store, cache_root, sha256_hex, touch_used
 
 #: Set in a build process: a build there runs the builder in that process (it is part of the outer build).
 IN_BUILD = False
@@ -85,13 +86,18 @@ class Call:
         text = ", ".join(parts)
         return text if len(text) <= _DESCRIPTION_CHARS else text[: _DESCRIPTION_CHARS - 3] + "..."
 
-    @property
+    @functools.cached_property
     def data(self) -> bytes:
         """The pickled call, as the build process loads it."""
         try:
             return pickle.dumps((self.builder, self.args, self.kwargs), protocol=pickle.HIGHEST_PROTOCOL)
         except Exception as e:
             raise BuildError(f"the arguments of {self.name}({self.description}) cannot be pickled: {e}") from None
+
+    @functools.cached_property
+    def digest(self) -> str:
+        """The SHA-256 of the pickled call: what tells apart calls that the Sisyphus hash does not."""
+        return sha256_hex(self.data)
 
     def check(self) -> None:
         """The builder must be found by its name in a process that imports its module (the build process does)."""
@@ -157,7 +163,7 @@ class Builds:
         return self.cwd or os.getcwd()
 
     def rebuild_many(self, calls: list[Any]) -> list[Any]:
-        """Builds the calls (objects with ``key``, ``name``, ``description`` and the pickled call as ``data``) anew,
+        """Builds the calls (objects with ``key``, ``digest``, ``name``, ``description`` and the pickled call as ``data``) anew,
         neither looking them up nor storing them."""
         return _Batch(self, Store(Path(self.cache or cache_root())), fresh=True).run(calls)
 
@@ -181,31 +187,31 @@ class _Batch:
         self.stale: dict[str, list[Path]] = {}
 
     def run(self, calls: list[Call]) -> list[Any]:
-        results: dict[str, Any] = {}
+        results: dict[str, Any] = {}  # by the digest of the call
         for call in [] if self.fresh else calls:
-            if call.key not in results:
+            if call.digest not in results:
                 found = self.lookup(call)
                 if found is not None:
-                    results[call.key] = found
-        missing = {call.key: call for call in calls if call.key not in results}
+                    results[call.digest] = found
+        missing = {call.digest: call for call in calls if call.digest not in results}
         if missing:
             results.update(self.build_missing(list(missing.values())))
-        return [results[call.key] for call in calls]
+        return [results[call.digest] for call in calls]
 
     # -- lookup ------------------------------------------------------------------------------------------------
 
     def lookup(self, call: Call) -> Optional[Any]:
         """The result of a verified entry of the call, None if there is none. A variant found stale stays so for the
         batch: the second lookup (under the lock) skips it, so that its reason is logged once."""
-        stale = self.stale.setdefault(call.key, [])
+        stale = self.stale.setdefault(call.digest, [])
         if self.fresh:
             return None
         for variant in self.store.variants(call.key):
             if variant in stale:
                 continue
-            entry = self.store.entry(variant)
-            if entry is None or entry.get("builder") != call.name:
-                continue  # not made with this cache's key, corrupt, or half removed
+            entry = self.store.entry(variant, call.digest)
+            if entry is None:
+                continue  # another call of the same Sisyphus hash, not made with this cache's key, or corrupt
             if not (self.base_holds(entry["base"]) and self.deps_hold(entry)):
                 stale.append(variant)
                 continue
@@ -272,7 +278,7 @@ class _Batch:
                     pending.remove(call)
                     found = self.lookup(call)  # built by another manager while this one waited
                     if found is not None:
-                        results[call.key] = found
+                        results[call.digest] = found
                         stack.close()
                         continue
                     server = server or _server(self.builds, self.store)
@@ -289,7 +295,7 @@ class _Batch:
                     call, stack, partial = running.pop(request_id)
                     with stack:
                         try:
-                            results[call.key] = self.finish(call, partial, status, server)
+                            results[call.digest] = self.finish(call, partial, status, server)
                         except BuildError as e:
                             errors.append(e)
         finally:
@@ -329,7 +335,7 @@ class _Batch:
                 "sis_hash": deps["sis_hash"],
             }
             self.store.put(call.key, partial, entry, result, (partial / "call.pickle").read_bytes())
-            for variant in self.stale.get(call.key, []):
+            for variant in self.stale.get(call.digest, []):
                 self.store.remove(variant)
         return pickle.loads(result)
 

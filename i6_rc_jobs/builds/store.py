@@ -8,8 +8,11 @@ the umask gives, complete directories renamed into place, locks that the kernel 
 - ``key``: 32 random bytes, readable by the user (and the group, if the umask lets the group read), by nobody else;
 - ``entries/<call key>/<variant>/``: one build: ``entry.json`` (builder, arguments, the base it was built on, the
   files and environment variables it depended on beyond that base, digests of the other files), ``entry.sig`` (an
-  HMAC-SHA256 of entry.json with the key), ``result.pickle``, ``call.pickle`` (for ``builds --verify``), ``log``
-  and ``used`` (touched at each use, for ``--prune``);
+  HMAC-SHA256 with the key of the format, the SHA-256 of ``call.pickle`` and entry.json: an entry copied under
+  another call is refused), ``result.pickle``, ``call.pickle`` (the exact pickled call: builder and arguments),
+  ``log`` and ``used`` (touched at each use, for ``--prune``). The call key is the Sisyphus hash of the call, which
+  is coarser than the call (``{"a": 1, "b": 2}`` and ``{"b": 2, "a": 1}`` hash alike): its variants are told apart
+  by the digest of the pickled call;
 - ``bases/<digest>.json`` and ``.sig``: what the build server had loaded before it forked a build (the libraries),
   shared by the builds it made;
 - ``locks/<call key>.lock``, ``tmp/``, ``failed/<call key>.log`` (the output of the last failed build)."""
@@ -32,6 +35,8 @@ from ..imports.cache import cache_root as imports_cache_root
 from ..imports.cache import into_place, partial_dir
 
 ENV = "I6_RC_BUILD_CACHE"
+#: The format of entries and bases, part of what is signed: entries of another format are not read, but rebuilt.
+FORMAT = 2
 
 
 class UnsafeCacheError(Exception):
@@ -43,7 +48,8 @@ def cache_root() -> Path:
     return Path(os.environ.get(ENV) or imports_cache_root().parent / "builds")
 
 
-def _digest(data: bytes) -> str:
+def sha256_hex(data: bytes) -> str:
+    """The SHA-256 of ``data``, as hex."""
     return hashlib.sha256(data).hexdigest()
 
 
@@ -158,7 +164,7 @@ class Store:
     # -- bases --------------------------------------------------------------------------------------------------
 
     def put_base(self, data: bytes) -> str:
-        digest = _digest(data)
+        digest = sha256_hex(data)
         path = self.root / "bases" / f"{digest}.json"
         if self.read_signed(path, path.with_suffix(".sig")) is None:
             path.parent.mkdir(parents=True, exist_ok=True)
@@ -169,16 +175,25 @@ class Store:
     def base(self, digest: str) -> Optional[dict[str, Any]]:
         path = self.root / "bases" / f"{digest}.json"
         data = self.read_signed(path, path.with_suffix(".sig"))
-        if data is None or _digest(data) != digest:
+        if data is None or sha256_hex(data) != digest:
             return None
         return json.loads(data)
 
     # -- entries ------------------------------------------------------------------------------------------------
 
-    def entry(self, variant: Path) -> Optional[dict[str, Any]]:
-        """The variant's entry.json, if it is signed with this cache's key."""
-        data = self.read_signed(variant / "entry.json", variant / "entry.sig")
-        return None if data is None else json.loads(data)
+    def entry(self, variant: Path, call_sha256: Optional[str] = None) -> Optional[dict[str, Any]]:
+        """The variant's entry.json, if it is signed with this cache's key for the call whose pickle has the digest
+        ``call_sha256`` (default: the variant's own ``call.pickle``, whose digest the entry must then give)."""
+        try:
+            data, signature = (variant / "entry.json").read_bytes(), (variant / "entry.sig").read_bytes()
+            if call_sha256 is None:
+                call_sha256 = sha256_hex((variant / "call.pickle").read_bytes())
+        except OSError:  # missing, half removed, or a stray file where a variant would be
+            return None
+        if not self.signed(_bound(call_sha256, data), signature):
+            return None
+        entry = json.loads(data)
+        return entry if entry.get("call_sha256") == call_sha256 else None
 
     def result_bytes(self, variant: Path, entry: dict[str, Any], name: str = "result") -> Optional[bytes]:
         """The pickle ``name`` of the variant if its digest is the one the signed entry gives."""
@@ -186,15 +201,15 @@ class Store:
             data = (variant / f"{name}.pickle").read_bytes()
         except FileNotFoundError:
             return None
-        return data if _digest(data) == entry[f"{name}_sha256"] else None
+        return data if sha256_hex(data) == entry[f"{name}_sha256"] else None
 
     def put(self, call_key: str, partial: Path, entry: dict[str, Any], result: bytes, call: bytes) -> Path:
         """Completes the entry built in ``partial`` (its result, call and log are there) and renames it into place."""
-        entry = {**entry, "result_sha256": _digest(result), "call_sha256": _digest(call)}
+        entry = {**entry, "result_sha256": sha256_hex(result), "call_sha256": sha256_hex(call)}
         data = json.dumps(entry, sort_keys=True).encode()
         (partial / "call.pickle").write_bytes(call)
         (partial / "entry.json").write_bytes(data)
-        (partial / "entry.sig").write_bytes(self.sign(data))
+        (partial / "entry.sig").write_bytes(self.sign(_bound(entry["call_sha256"], data)))
         (partial / "used").touch()
         for path in partial.iterdir():
             _fsync(path)
@@ -211,6 +226,11 @@ class Store:
         except OSError:  # removed already, or another user's in a shared cache: then it stays
             pass
         shutil.rmtree(aside, ignore_errors=True)
+
+
+def _bound(call_sha256: str, data: bytes) -> bytes:
+    """What an entry's signature covers: its format, its call and its entry.json."""
+    return f"i6_rc_jobs build entry {FORMAT} {call_sha256}\n".encode() + data
 
 
 def touch_used(variant: Path) -> None:

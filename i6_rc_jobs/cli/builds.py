@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from ..builds.client import BuildError, Builds
-from ..builds.store import Store, cache_root, last_used
+from ..builds.store import Store, cache_root, last_used, sha256_hex
 
 from .command import ExitStatus, command_parser
 
@@ -39,6 +39,10 @@ class _Stored:
     name: str
     description: str
     data: bytes
+
+    @property
+    def digest(self) -> str:
+        return sha256_hex(self.data)
 
 
 def _age(seconds: float) -> str:

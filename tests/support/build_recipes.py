@@ -35,6 +35,15 @@ def lstm(layers_file: str):
     return rc_serializers.model("lstm_stack", num_layers=num_layers, hidden=hidden)
 
 
+def first_size(sizes: dict):
+    """An LSTM whose hidden size is the first value of ``sizes``: the dict's order matters, as a call's may."""
+    with open(os.path.join(HERE, "counter"), "a") as f:
+        f.write(f"{os.getpid()}\\n")
+    from tests import rc_serializers
+
+    return rc_serializers.model("lstm_stack", num_layers=1, hidden=next(iter(sizes.values())))
+
+
 def failing(code: int):
     with open(os.path.join(HERE, "counter"), "a") as f:
         f.write(f"{os.getpid()}\\n")
