@@ -3,15 +3,18 @@ server, cached by what they depended on; each kind of dependency edited, faults,
 
 from __future__ import annotations
 
+import fcntl
 import functools
 import json
 import os
 import pickle
 import shutil
 import signal
+import socket
 import subprocess
 import sys
 import textwrap
+import threading
 import time
 from pathlib import Path
 
@@ -438,3 +441,179 @@ def test_the_builds_command_lists_verifies_and_prunes(setup):
     assert _cli("--prune", "1d", cache=builds.cache).returncode == 0 and len(_variants(builds)) == 1
     assert _cli("--prune", "0s", cache=builds.cache).returncode == 0 and _variants(builds) == []
     assert "no duration" in _cli("--prune", "soon", cache=builds.cache).stderr
+
+
+def test_an_interrupted_build_many_leaves_later_builds_working(setup):
+    """KeyboardInterrupt while two builds run: their server ends with them, and the next build gets its own result."""
+    recipe, builds, bmodels = setup
+    (recipe / "layers2.txt").write_text("2")
+    (recipe / "pause").touch()
+    time.sleep(SETTLE_S)
+    paths = [str(recipe / "layers.txt"), str(recipe / "layers2.txt")]
+
+    def interrupt():
+        _wait_for(lambda: build_recipes.builds(recipe) == 2)
+        os.kill(os.getpid(), signal.SIGINT)
+
+    thread = threading.Thread(target=interrupt)
+    thread.start()
+    with pytest.raises(KeyboardInterrupt):
+        builds.build_many([(bmodels.lstm, (path,), {}) for path in paths])
+    thread.join()
+    (recipe / "pause").unlink()
+    for pid in (recipe / "counter").read_text().split():
+        _wait_for(lambda: not _alive(int(pid)), timeout=30)
+    reference = _lstm(Builds(cache=builds.cache.with_name("reference")), recipe, bmodels)
+    assert _hash(_lstm(builds, recipe, bmodels)) == _hash(reference) and len(_variants(builds)) == 1
+
+
+def test_a_build_that_exits_without_a_result_says_so(setup):
+    _, builds, bmodels = setup
+    with pytest.raises(BuildError) as e:
+        builds.build(bmodels.exits)
+    message = str(e.value)
+    assert "the build of bmodels.exits() ended with exit status 0 but wrote no result" in message
+    assert len(message.splitlines()) == 1 and _variants(builds) == []
+
+
+def test_a_server_that_does_not_start_shows_its_output(setup, tmp_path):
+    recipe, builds, bmodels = setup
+    python = tmp_path / "python"
+    python.write_text("#!/bin/sh\necho 'this Python cannot run the build server' >&2\nexit 3\n")
+    python.chmod(0o755)
+    with pytest.raises(BuildError, match="did not start; its output:\nthis Python cannot run the build server"):
+        _lstm(Builds(python=str(python), cache=builds.cache), recipe, bmodels)
+
+
+def test_a_cache_that_cannot_be_written_builds_without_it_and_says_so_once(setup, tmp_path, caplog):
+    recipe, _, bmodels = setup
+    (tmp_path / "file").write_text("")
+    builds = Builds(cache=tmp_path / "file" / "cache", workers=2)
+    with caplog.at_level("WARNING"):
+        first, second = _lstm(builds, recipe, bmodels), _lstm(builds, recipe, bmodels)
+    (warning,) = [record.getMessage() for record in caplog.records if "cannot be written" in record.getMessage()]
+    assert warning.startswith(f"build cache: {builds.cache} cannot be written (Not a directory: {tmp_path / 'file'}")
+    assert warning.endswith("building without caching")
+    assert _hash(first) == _hash(second) and build_recipes.builds(recipe) == 2
+
+
+def test_builds_from_several_threads(setup):
+    """Three threads build at once in one process (its build server is shared): each gets its own result."""
+    recipe, builds, bmodels = setup
+    paths = []
+    for layers in (1, 2, 3):
+        (recipe / f"layers{layers}.txt").write_text(str(layers))
+        paths.append(str(recipe / f"layers{layers}.txt"))
+    time.sleep(SETTLE_S)
+    results: dict[str, str] = {}
+
+    def build(path: str) -> None:
+        results[path] = _hash(builds.build(bmodels.lstm, path))
+
+    threads = [threading.Thread(target=build, args=(path,), daemon=True) for path in paths]
+    for thread in threads:
+        thread.start()
+    deadline = time.monotonic() + 300
+    for thread in threads:
+        thread.join(max(0.0, deadline - time.monotonic()))
+    assert sorted(results) == sorted(paths) and len(set(results.values())) == 3
+    assert build_recipes.builds(recipe) == 3
+    assert [_hash(builds.build(bmodels.lstm, path)) for path in paths] == [results[path] for path in paths]
+
+
+def _lock_messages(caplog) -> list[str]:
+    return [record.getMessage() for record in caplog.records if "the lock" in record.getMessage()]
+
+
+def test_a_stopped_manager_holding_a_lock_is_waited_for_a_bounded_time_and_named(setup, caplog):
+    recipe, builds, bmodels = setup
+    (recipe / "pause").touch()
+    manager = _manager(recipe, builds.cache, [str(recipe / "layers.txt")])
+    try:
+        _wait_for(lambda: build_recipes.builds(recipe) == 1)
+        os.kill(manager.pid, signal.SIGSTOP)
+        (recipe / "pause").unlink()
+        started = time.monotonic()
+        with caplog.at_level("WARNING"):
+            _lstm(Builds(cache=builds.cache, lock_timeout=4), recipe, bmodels)
+        assert 4 <= time.monotonic() - started < 60
+    finally:
+        os.kill(manager.pid, signal.SIGCONT)
+        manager.kill()
+        manager.communicate()
+    waiting, gave_up = _lock_messages(caplog)
+    holder = f"held by pid {manager.pid} on {socket.gethostname()} since "
+    assert "waiting (at most 4 s) for the lock" in waiting and "bmodels.lstm(" in waiting and holder in waiting
+    assert "built without it" in gave_up and holder in gave_up
+    assert build_recipes.builds(recipe) == 2
+
+
+def test_a_lock_held_for_a_dead_process_is_taken_over(setup, caplog):
+    recipe, builds, bmodels = setup
+    from i6_rc_jobs.builds.client import Call
+
+    ended = subprocess.Popen(["true"])
+    ended.wait()
+    lock = Store(builds.cache).lock(Call(bmodels.lstm, (str(recipe / "layers.txt"),), {}).key)
+    lock.parent.mkdir(parents=True)
+    with open(lock, "a") as f:  # held by a process the dead one started, say
+        fcntl.flock(f, fcntl.LOCK_EX)
+        f.write(f"{ended.pid} {socket.gethostname()} {time.time()}\n")
+        f.flush()
+        started = time.monotonic()
+        with caplog.at_level("WARNING"):
+            _lstm(builds, recipe, bmodels)
+        assert time.monotonic() - started < 60
+    (message,) = _lock_messages(caplog)
+    assert f"held by pid {ended.pid} on {socket.gethostname()}" in message and message.endswith("taken over")
+    assert len(_variants(builds)) == 1
+
+
+def test_a_process_a_builder_starts_ends_with_its_build(setup, tmp_path):
+    _, builds, bmodels = setup
+    pid_file = tmp_path / "pid"
+    builds.build(bmodels.spawning, str(pid_file))
+    pid = int(pid_file.read_text())
+    try:
+        _wait_for(lambda: not _alive(pid), timeout=30)
+    finally:
+        if _alive(pid):
+            os.kill(pid, signal.SIGKILL)
+
+
+def test_the_builds_command_reports_stray_and_broken_items_in_one_line_each(setup, tmp_path):
+    """A stray file among the entries and in an entry's place, a signature without its entry, and an entry whose
+    setup directory is gone: listed, verified and pruned with a line each."""
+    recipe, builds, bmodels = setup
+    (recipe / "layers2.txt").write_text("2")
+    time.sleep(SETTLE_S)
+    _lstm(builds, recipe, bmodels)
+    gone = tmp_path / "setup"
+    gone.mkdir()
+    Builds(cache=builds.cache, cwd=str(gone)).build(bmodels.lstm, str(recipe / "layers2.txt"))
+    shutil.rmtree(gone)
+    entries = Path(builds.cache) / "entries"
+    key = sorted(entries.iterdir())[0]
+    (entries / "stray").write_text("")
+    (key / "stray").write_text("")
+    (key / "signature-only").mkdir()
+    (key / "signature-only" / "entry.sig").write_text("0" * 64)
+    (Path(builds.cache) / "bases" / "dangling.sig").symlink_to(tmp_path / "nothing")
+    listing = _cli(cache=builds.cache)
+    assert listing.returncode == 0 and not listing.stderr, listing.stderr
+    for item in (entries / "stray", key / "stray", key / "signature-only"):
+        (line,) = [line for line in listing.stdout.splitlines() if line.startswith(f"{item}:")]
+        assert line.endswith(
+            "no entry signed with this cache's key (a stray file, or corrupt, foreign or of an older format): never used"
+        )
+    verified = _cli("--verify", cache=builds.cache)
+    assert verified.returncode == 1 and "Traceback" not in verified.stderr, verified.stderr
+    lines = verified.stdout.splitlines()
+    assert (
+        f"its setup directory {gone} is gone: not verified" in lines[0]
+        or f"its setup directory {gone} is gone: not verified" in lines[1]
+    )
+    assert sum("same hash" in line for line in lines) == 1 and len(lines) == 2
+    pruned = _cli("--prune", "0s", cache=builds.cache)
+    assert pruned.returncode == 0 and not pruned.stderr, pruned.stderr
+    assert _variants(builds) == [] and not list((Path(builds.cache) / "bases").iterdir())

@@ -21,12 +21,14 @@ import selectors
 import shutil
 import subprocess
 import sys
+import tempfile
+import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Iterable, Optional
 
-from ..imports.cache import locked
+from ..imports.cache import holder, locked
 from .fingerprint import Verifier
 from .store import Store, cache_root, sha256_hex, touch_used
 
@@ -51,6 +53,8 @@ DEFAULT_PRELOAD = (
 )
 #: How long a manager waits between looks at a lock another manager holds.
 _POLL_S = 0.05
+#: After this long waiting for another manager's lock, the wait is reported (once per entry), naming the holder.
+_SAY_AFTER_S = 2.0
 _LOG_LINES = 60
 _DESCRIPTION_CHARS = 200
 
@@ -128,6 +132,9 @@ class Builds:
     #: as it was built).
     paths: Optional[list[str]] = None
     cwd: Optional[str] = None
+    #: How long to wait for an entry's lock held by another manager (a stopped one holds it for ever) before building
+    #: it without the lock.
+    lock_timeout: float = 300.0
 
     def build(self, builder: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
         """The serializer ``builder(*args, **kwargs)`` returns: from the cache if nothing it depended on changed, else
@@ -185,6 +192,8 @@ class _Batch:
         self.verifier = Verifier()
         self.bases: dict[str, bool] = {}
         self.stale: dict[str, list[Path]] = {}
+        self.waiting: dict[str, float] = {}  # call digest -> when the wait for its lock began
+        self.said: set[str] = set()  # the calls whose wait was reported
 
     def run(self, calls: list[Call]) -> list[Any]:
         results: dict[str, Any] = {}  # by the digest of the call
@@ -259,7 +268,15 @@ class _Batch:
 
     def build_missing(self, calls: list[Call]) -> dict[str, Any]:
         """Builds the calls, each under its lock (another manager may be building it: then its result is taken),
-        at most ``workers`` at once. Locks are taken without waiting, so that two managers never wait for each other."""
+        at most ``workers`` at once. Locks are taken without waiting, so that two managers never wait for each other.
+        One batch of the process builds at a time (its threads share the build servers); a batch that ends before
+        its builds (an interrupt) ends their server."""
+        with _building:
+            if not (self.fresh or self.cache_writable()):
+                self.fresh, self.store = True, Store(_scratch())
+            return self._build_missing(calls)
+
+    def _build_missing(self, calls: list[Call]) -> dict[str, Any]:
         workers = self.builds.workers or os.cpu_count() or 1
         results: dict[str, Any] = {}
         errors: list[BuildError] = []
@@ -272,7 +289,7 @@ class _Batch:
                     if len(running) >= workers:
                         break
                     stack = contextlib.ExitStack()
-                    if not self.fresh and not stack.enter_context(locked(self.store.lock(call.key), wait=False)):
+                    if not self.claim(call, stack):
                         stack.close()
                         continue
                     pending.remove(call)
@@ -301,24 +318,85 @@ class _Batch:
         finally:
             for _, stack, _ in running.values():
                 stack.close()
+            if running and server is not None:
+                _discard(server)  # its builds would answer the next batch
         if errors:
             more = f" ({len(errors) - 1} more builds failed)" if len(errors) > 1 else ""
             raise BuildError(f"{errors[0]}{more}")
         return results
 
+    def claim(self, call: Call, stack: contextlib.ExitStack) -> bool:
+        """Whether the call is to be built now: its lock taken (into ``stack``), or held by a dead process or for
+        longer than ``lock_timeout`` (then it is built without the lock). A wait is reported once, naming the holder."""
+        lock = self.store.lock(call.key)
+        if self.fresh or stack.enter_context(locked(lock, wait=False)):
+            return True
+        what = f"{call.name}({call.description})"
+        who = holder(lock)
+        if who is not None and who.dead():
+            logging.warning(
+                "build cache: the lock %s of %s is held by %s, which has ended: taken over", lock, what, who
+            )
+            return True
+        waited = time.monotonic() - self.waiting.setdefault(call.digest, time.monotonic())
+        if waited > self.builds.lock_timeout:
+            logging.warning(
+                "build cache: waited %.0f s for the lock %s of %s, held by %s: built without it",
+                waited,
+                lock,
+                what,
+                who or "another process",
+            )
+            return True
+        if waited > _SAY_AFTER_S and call.digest not in self.said:
+            self.said.add(call.digest)
+            logging.warning(
+                "build cache: waiting (at most %.0f s) for the lock %s of %s, held by %s",
+                self.builds.lock_timeout,
+                lock,
+                what,
+                who or "another process",
+            )
+        return False
+
+    def cache_writable(self) -> bool:
+        """Whether the cache can take an entry; if not (a full disk, a directory this user may not write), builds
+        run without it, said once per cache and process, naming the path and the error."""
+        try:
+            probe = self.store.partial("probe")
+            try:
+                (probe / "probe").write_bytes(bytes(4096))
+                self.store.lock("probe").parent.mkdir(parents=True, exist_ok=True)
+            finally:
+                shutil.rmtree(probe, ignore_errors=True)
+        except OSError as e:
+            _say_unwritable(self.store.root, e)
+            return False
+        return True
+
+    def keep_log(self, call: Call, partial: Path) -> Path:
+        """The log of a failed build, kept as the call's ``failed/`` log."""
+        failed = self.store.failed_log(call.key)
+        failed.parent.mkdir(parents=True, exist_ok=True)
+        if (partial / "log").exists():
+            shutil.move(partial / "log", failed)
+        return failed
+
     def finish(self, call: Call, partial: Path, status: int, server: "_Server") -> Any:
         """The result of a build that ended with ``status``, stored as an entry if the build succeeded and no
         dependency changed while it ran."""
-        log = partial / "log"
         if status != 0:
-            failed = self.store.failed_log(call.key)
-            failed.parent.mkdir(parents=True, exist_ok=True)
-            if log.exists():
-                shutil.move(log, failed)
+            failed = self.keep_log(call, partial)
             how = f"was killed by signal {-status}" if status < 0 else f"failed (exit status {status})"
             raise BuildError(
                 f"the build of {call.name}({call.description}) {how}; the end of its output ({failed}):\n"
                 + _tail(failed)
+            )
+        if not (partial / "deps.json").exists():
+            raise BuildError(
+                f"the build of {call.name}({call.description}) ended with exit status 0 but wrote no result (the "
+                f"builder or code it called ended the process, e.g. with os._exit(0)); its output: "
+                f"{self.keep_log(call, partial)}"
             )
         deps = json.loads((partial / "deps.json").read_text())
         (partial / "deps.json").unlink()
@@ -334,9 +412,13 @@ class _Batch:
                 "recorded_ns": deps["recorded_ns"],
                 "sis_hash": deps["sis_hash"],
             }
-            self.store.put(call.key, partial, entry, result, (partial / "call.pickle").read_bytes())
-            for variant in self.stale.get(call.digest, []):
-                self.store.remove(variant)
+            try:
+                self.store.put(call.key, partial, entry, result, (partial / "call.pickle").read_bytes())
+            except OSError as e:  # a disk that filled up while the build ran: the result is still good
+                _say_unwritable(self.store.root, e)
+            else:
+                for variant in self.stale.get(call.digest, []):
+                    self.store.remove(variant)
         return pickle.loads(result)
 
 
@@ -386,8 +468,9 @@ class _Server:
         self._send(setup)
         reply = self._read(timeout=None)
         if reply is None or not reply.get("ready"):
+            output = _tail(self.log)
             self.close()
-            raise BuildError(f"the build server ({builds.executable()}) did not start; its output:\n{_tail(self.log)}")
+            raise BuildError(f"the build server ({builds.executable()}) did not start; its output:\n{output}")
         self.base_data = (partial / "base.json").read_bytes()
         self.base = json.loads(self.base_data)
         self.changed_while_loading = bool(self.base["changed_while_loading"])
@@ -450,6 +533,10 @@ class _Server:
 
 
 _servers: dict[tuple, _Server] = {}
+#: Held by the batch that uses the build servers.
+_building = threading.Lock()
+#: The caches found not writable (said once).
+_unwritable: set[Path] = set()
 #: The bases read so far, by digest (None: not signed with the cache's key).
 _bases: dict[str, Optional[dict[str, Any]]] = {}
 
@@ -464,6 +551,28 @@ def stop_servers() -> None:
 atexit.register(stop_servers)
 
 
+def _discard(server: _Server) -> None:
+    """Ends a server and its builds; the next build starts another."""
+    for key, known in list(_servers.items()):
+        if known is server:
+            del _servers[key]
+    server.close()
+
+
+def _say_unwritable(root: Path, error: OSError) -> None:
+    if root not in _unwritable:
+        _unwritable.add(root)
+        where = error.filename or root
+        logging.warning(
+            "build cache: %s cannot be written (%s: %s): building without caching", root, error.strerror or error, where
+        )
+
+
+def _scratch() -> Path:
+    """Where builds run when the cache cannot be written: this user's directory in the temporary directory."""
+    return Path(tempfile.gettempdir()) / f"i6_rc_jobs-builds-{os.getuid()}"
+
+
 def _server(builds: Builds, store: Store) -> _Server:
     """The process's build server for this Python, path, working directory and preload (started on first use, and
     anew when an environment variable it read while loading has changed), with its base in ``store``."""
@@ -474,5 +583,8 @@ def _server(builds: Builds, store: Store) -> _Server:
             server.close()
         server = _servers[key] = _Server(builds, store)
     if not server.changed_while_loading:
-        store.put_base(server.base_data)
+        try:
+            store.put_base(server.base_data)
+        except OSError as e:
+            _say_unwritable(store.root, e)
     return server

@@ -3,7 +3,8 @@ no recipe code) and forks one child per build. A child starts as a copy of that 
 the libraries and sees nothing another build or the manager left behind (returnn_common's name context, RETURNN's
 caches, random state): it imports the recipe code itself, builds, writes its result into the entry directory it was
 given, and exits. Runs with the setup's Python (``python -m i6_rc_jobs.builds.server`` is not how it is started:
-the manager puts i6_rc_jobs on the path first, see :mod:`.client`).
+the manager puts i6_rc_jobs on the path first, see :mod:`.client`). Each child leads a process group of its own:
+what a builder starts ends with its build.
 
 Protocol, JSON lines: the manager sends ``{"sys_path", "preload", "base", "known"}`` once, then ``{"id", "dir",
 "started_ns", "environ"}`` per build; the server answers ``{"ready": true, "preloaded": [...]}`` once and ``{"id", "status"}``
@@ -102,6 +103,7 @@ def _build(directory: str, base: dict, started_ns: int, environ: dict[str, str])
 
 def _child(request: dict, base: dict, protocol_fd: int) -> None:
     ctypes.CDLL(None).prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
+    os.setpgid(0, 0)  # what the builder starts is in its group, which ends with the build
     status = 1
     try:
         os.close(protocol_fd)
@@ -205,12 +207,22 @@ def _serve(requests: _Lines, protocol, base: dict, protocol_fd: int) -> None:
                     selector.unregister(key.fd)
                     os.close(key.fd)
                     _, status = os.waitpid(pid, 0)
+                    _end_group(pid)
                     code = -os.WTERMSIG(status) if os.WIFSIGNALED(status) else os.WEXITSTATUS(status)
                     protocol.write(json.dumps({"id": request_id, "status": code}) + "\n")
     finally:
         for pid, _ in children.values():
             os.kill(pid, signal.SIGKILL)
             os.waitpid(pid, 0)
+            _end_group(pid)
+
+
+def _end_group(pid: int) -> None:
+    """Ends what a build started (its process group, see :func:`_child`): nothing a build starts outlives it."""
+    try:
+        os.killpg(pid, signal.SIGKILL)
+    except (ProcessLookupError, PermissionError):  # nothing left in it
+        pass
 
 
 if __name__ == "__main__":

@@ -149,17 +149,20 @@ class Store:
         """The entry's variants, newest first."""
         try:
             names = os.listdir(self.entry_dir(call_key))
-        except FileNotFoundError:
+        except OSError:  # none, or a stray file in its place
             return []
         return [self.entry_dir(call_key) / name for name in sorted(names, reverse=True) if not name.startswith(".")]
 
     def all_variants(self) -> Iterator[Path]:
         try:
             keys = sorted(os.listdir(self.root / "entries"))
-        except FileNotFoundError:
+        except OSError:
             return
         for call_key in keys:
-            yield from self.variants(call_key)
+            if self.entry_dir(call_key).is_dir():
+                yield from self.variants(call_key)
+            else:  # a stray file: listed, so that it is seen (and pruned)
+                yield self.entry_dir(call_key)
 
     # -- bases --------------------------------------------------------------------------------------------------
 
@@ -243,7 +246,7 @@ def touch_used(variant: Path) -> None:
 def last_used(variant: Path) -> float:
     try:
         return os.stat(variant / "used").st_mtime
-    except FileNotFoundError:
+    except OSError:  # none, or a stray file in the variant's place
         return 0.0
 
 

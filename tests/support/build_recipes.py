@@ -44,6 +44,22 @@ def first_size(sizes: dict):
     return rc_serializers.model("lstm_stack", num_layers=1, hidden=next(iter(sizes.values())))
 
 
+def exits():
+    """Ends its build process with status 0 before the build wrote a result."""
+    os._exit(0)
+
+
+def spawning(pid_file: str):
+    """Starts a process that would run for ten minutes, writes its pid to ``pid_file``, and builds."""
+    import subprocess
+
+    with open(pid_file, "w") as f:
+        f.write(str(subprocess.Popen(["sleep", "600"]).pid))
+    from tests import rc_serializers
+
+    return rc_serializers.model("lstm_stack", num_layers=1, hidden=8)
+
+
 def failing(code: int):
     with open(os.path.join(HERE, "counter"), "a") as f:
         f.write(f"{os.getpid()}\\n")
