@@ -30,7 +30,8 @@ from typing import Any, Callable, Iterable, Optional
 
 from ..imports.cache import holder, locked
 from .fingerprint import Verifier
-from .store import Store, cache_root, sha256_hex, touch_used
+from .record import value_digest
+from .store import PRIVATE, Store, cache_root, sha256_hex, touch_used, write_private
 
 #: Set in a build process: a build there runs the builder in that process (it is part of the outer build).
 IN_BUILD = False
@@ -221,7 +222,10 @@ class _Batch:
             entry = self.store.entry(variant, call.digest)
             if entry is None:
                 continue  # another call of the same Sisyphus hash, not made with this cache's key, or corrupt
-            if not (self.base_holds(entry["base"]) and self.deps_hold(entry)):
+            holds = self.base_holds(entry["base"])
+            if holds is None:
+                continue  # another setup's (another working directory): kept for it
+            if not (holds and self.deps_hold(entry)):
                 stale.append(variant)
                 continue
             data = self.store.result_bytes(variant, entry)
@@ -231,11 +235,16 @@ class _Batch:
             return pickle.loads(data)
         return None
 
-    def base_holds(self, digest: str) -> bool:
+    def base_holds(self, digest: str) -> Optional[bool]:
+        """Whether the base holds; None if it is another setup's (its working directory is another: its entries are
+        that setup's, neither used nor replaced here)."""
         if digest not in self.bases:
             if digest not in _bases:  # a base is immutable (named by its digest): read once per process
                 _bases[digest] = self.store.base(digest)
             base = _bases[digest]
+            if base is not None and base["cwd"] != self.builds.workdir():
+                self.bases[digest] = None
+                return None
             reason = "its base is missing or not signed" if base is None else self._base_changed(base)
             if reason:
                 logging.info("build cache: the entries of base %s do not hold: %s", digest[:12], reason)
@@ -248,8 +257,6 @@ class _Batch:
             return f"another Python: {self.builds.executable()}, not {base['python']['executable']}"
         if base["sys_path"] != self.builds.sys_path():
             return "another sys.path"
-        if base["cwd"] != self.builds.workdir():
-            return f"another working directory: {self.builds.workdir()}, not {base['cwd']}"
         return _env_changed(base["env"]) or self._file_changed(base)
 
     def deps_hold(self, entry: dict[str, Any]) -> bool:
@@ -302,7 +309,7 @@ class _Batch:
                     partial = self.store.partial("build")
                     stack.callback(shutil.rmtree, partial, ignore_errors=True)
                     started_ns = time.time_ns()
-                    (partial / "call.pickle").write_bytes(call.data)
+                    write_private(partial / "call.pickle", call.data)
                     running[server.submit(partial, started_ns)] = (call, stack, partial)
                 if not running:
                     time.sleep(_POLL_S)
@@ -423,9 +430,12 @@ class _Batch:
 
 
 def _env_changed(env: dict[str, Optional[str]]) -> Optional[str]:
-    for name, value in env.items():
-        if os.environ.get(name) != value:
-            return f"${name} is {os.environ.get(name)!r}, not {value!r}"
+    """What of the recorded environment (digests of values) no longer holds: named, its values not shown."""
+    for name, digest in env.items():
+        now = os.environ.get(name)
+        if value_digest(now) != digest:
+            how = "unset" if now is None else "set" if digest is None else "another value"
+            return f"${name} changed ({how})"
     return None
 
 
@@ -448,7 +458,7 @@ class _Server:
             f"import sys; sys.path.insert(0, {str(Path(__file__).resolve().parents[2])!r}); "
             "from i6_rc_jobs.builds.server import main; main()"
         )
-        with open(self.log, "wb") as log:
+        with open(os.open(self.log, os.O_WRONLY | os.O_CREAT, PRIVATE), "wb") as log:
             self.process = subprocess.Popen(
                 [builds.executable(), "-c", bootstrap],
                 stdin=subprocess.PIPE,
@@ -458,7 +468,7 @@ class _Server:
             )
         self._buffer = b""
         self._next_id = 0
-        known = next((base for base in reversed(_bases.values()) if base is not None), None)
+        known = next((base for base in reversed(_bases.values()) if base is not None), None) or store.newest_base()
         setup = {
             "sys_path": builds.sys_path(),
             "preload": list(builds.preload),

@@ -27,6 +27,7 @@ from typing import Optional
 
 from . import record
 from .fingerprint import fingerprint
+from .store import FORMAT, PRIVATE
 
 #: A dependency changed later than this before the build began may have changed while it read it.
 CLOCK_SLACK_NS = 20_000_000
@@ -48,7 +49,8 @@ def _base(started_ns: int, sys_path: list[str], known: Optional[dict]) -> dict:
     """What the server itself depended on when it was ready: every build from it depends on that."""
     files = [*record.module_files(), *record.opened_files(), os.path.realpath(sys.executable)]
     fingerprints = _fingerprints(list(dict.fromkeys(files)), known)
-    return {
+    base = {
+        "format": FORMAT,
         "python": {"executable": sys.executable, "version": sys.version},  # its binary is among the files
         "sys_path": sys_path,  # as given: what the manager compares
         "cwd": os.getcwd(),
@@ -57,6 +59,12 @@ def _base(started_ns: int, sys_path: list[str], known: Optional[dict]) -> dict:
         "recorded_ns": time.time_ns(),
         "changed_while_loading": _changed_since(fingerprints, started_ns),
     }
+    same = known is not None and all(base[name] == known.get(name) for name in _SAME_BASE)
+    return known if same else base  # the same base, with the same digest: stored once, however often servers start
+
+
+#: What makes two bases the same (not when they were recorded).
+_SAME_BASE = ("format", "python", "sys_path", "cwd", "env", "files", "changed_while_loading")
 
 
 def _build(directory: str, base: dict, started_ns: int, environ: dict[str, str]) -> int:
@@ -94,9 +102,9 @@ def _build(directory: str, base: dict, started_ns: int, environ: dict[str, str])
         "sis_hash": sis_hash,
         "changed_while_building": _changed_since(fingerprints, started_ns),
     }
-    with open(os.path.join(directory, "result.pickle"), "wb") as f:
+    with open(os.open(os.path.join(directory, "result.pickle"), os.O_WRONLY | os.O_CREAT, PRIVATE), "wb") as f:
         f.write(data)
-    with open(os.path.join(directory, "deps.json"), "w") as f:
+    with open(os.open(os.path.join(directory, "deps.json"), os.O_WRONLY | os.O_CREAT, PRIVATE), "w") as f:
         json.dump(deps, f)
     return 0
 
@@ -110,7 +118,7 @@ def _child(request: dict, base: dict, protocol_fd: int) -> None:
         null = os.open(os.devnull, os.O_RDONLY)
         os.dup2(null, 0)
         directory = request["dir"]
-        log = os.open(os.path.join(directory, "log"), os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o666)
+        log = os.open(os.path.join(directory, "log"), os.O_WRONLY | os.O_CREAT | os.O_APPEND, PRIVATE)
         sys.stdout.flush()
         sys.stderr.flush()
         os.dup2(log, 1)
@@ -177,7 +185,7 @@ def main() -> None:
         preloaded.append(name)
 
     base = _base(started_ns, setup[0]["sys_path"], setup[0]["known"])
-    with open(setup[0]["base"], "w") as f:
+    with open(os.open(setup[0]["base"], os.O_WRONLY | os.O_CREAT, PRIVATE), "w") as f:
         json.dump(base, f)
     protocol.write(json.dumps({"ready": True, "preloaded": preloaded}) + "\n")
     try:

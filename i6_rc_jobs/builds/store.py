@@ -37,6 +37,8 @@ from ..imports.cache import into_place, partial_dir
 ENV = "I6_RC_BUILD_CACHE"
 #: The format of entries and bases, part of what is signed: entries of another format are not read, but rebuilt.
 FORMAT = 2
+#: The mode of the cache's files, less the umask: the user's and the group's (who share the key), nobody else's.
+PRIVATE = 0o660
 
 
 class UnsafeCacheError(Exception):
@@ -143,7 +145,11 @@ class Store:
         return self.root / "failed" / f"{call_key}.log"
 
     def partial(self, label: str) -> Path:
-        return partial_dir(self.root / "tmp", label)
+        """A new directory in ``tmp/``, closed to others: what a build writes there (its output, its result) is the
+        cache's users' only."""
+        partial = partial_dir(self.root / "tmp", label)
+        os.chmod(partial, stat.S_IMODE(os.stat(partial).st_mode) & ~0o007)
+        return partial
 
     def variants(self, call_key: str) -> list[Path]:
         """The entry's variants, newest first."""
@@ -171,16 +177,26 @@ class Store:
         path = self.root / "bases" / f"{digest}.json"
         if self.read_signed(path, path.with_suffix(".sig")) is None:
             path.parent.mkdir(parents=True, exist_ok=True)
-            write_atomically(path, data)
-            write_atomically(path.with_suffix(".sig"), self.sign(data))
+            write_atomically(path, data, PRIVATE)
+            write_atomically(path.with_suffix(".sig"), self.sign(data), PRIVATE)
         return digest
+
+    def newest_base(self) -> Optional[dict[str, Any]]:
+        """The base stored last, if it is signed: what a new server compares its own with, so that an equal one is
+        not stored again."""
+        try:
+            paths = sorted((self.root / "bases").glob("*.json"), key=lambda path: path.stat().st_mtime)
+        except OSError:  # none, or one removed while listed
+            return None
+        return self.base(paths[-1].stem) if paths else None
 
     def base(self, digest: str) -> Optional[dict[str, Any]]:
         path = self.root / "bases" / f"{digest}.json"
         data = self.read_signed(path, path.with_suffix(".sig"))
         if data is None or sha256_hex(data) != digest:
             return None
-        return json.loads(data)
+        base = json.loads(data)
+        return base if base.get("format") == FORMAT else None
 
     # -- entries ------------------------------------------------------------------------------------------------
 
@@ -210,10 +226,9 @@ class Store:
         """Completes the entry built in ``partial`` (its result, call and log are there) and renames it into place."""
         entry = {**entry, "result_sha256": sha256_hex(result), "call_sha256": sha256_hex(call)}
         data = json.dumps(entry, sort_keys=True).encode()
-        (partial / "call.pickle").write_bytes(call)
-        (partial / "entry.json").write_bytes(data)
-        (partial / "entry.sig").write_bytes(self.sign(_bound(entry["call_sha256"], data)))
-        (partial / "used").touch()
+        signature = self.sign(_bound(entry["call_sha256"], data))
+        for name, content in [("call.pickle", call), ("entry.json", data), ("entry.sig", signature), ("used", b"")]:
+            write_private(partial / name, content)
         for path in partial.iterdir():
             _fsync(path)
         target = self.entry_dir(call_key) / f"{time.time_ns():020d}-{secrets.token_hex(4)}"
@@ -248,6 +263,12 @@ def last_used(variant: Path) -> float:
         return os.stat(variant / "used").st_mtime
     except OSError:  # none, or a stray file in the variant's place
         return 0.0
+
+
+def write_private(path: Path, data: bytes) -> None:
+    """Writes a file of the cache (``PRIVATE``)."""
+    with open(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, PRIVATE), "wb") as f:
+        f.write(data)
 
 
 def _fsync(path: Path) -> None:

@@ -44,6 +44,16 @@ def first_size(sizes: dict):
     return rc_serializers.model("lstm_stack", num_layers=1, hidden=next(iter(sizes.values())))
 
 
+def copies_environ():
+    """Reads the whole environment (``dict(os.environ)`` reads every variable by name), $BMODELS_TOKEN among it."""
+    with open(os.path.join(HERE, "counter"), "a") as f:
+        f.write(f"{os.getpid()}\\n")
+    environ = dict(os.environ)
+    from tests import rc_serializers
+
+    return rc_serializers.model("lstm_stack", num_layers=1, hidden=8 + len(environ.get("BMODELS_TOKEN", "")) % 2)
+
+
 def exits():
     """Ends its build process with status 0 before the build wrote a result."""
     os._exit(0)
