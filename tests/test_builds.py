@@ -664,3 +664,19 @@ def test_two_setups_with_the_same_call_keep_their_own_entries(setup, tmp_path):
     for directory in setups + setups:
         Builds(cache=builds.cache, cwd=str(directory), workers=2).build(bmodels.lstm, str(recipe / "layers.txt"))
     assert build_recipes.builds(recipe) == 2 and len(_variants(builds)) == 2
+
+
+def test_a_job_output_in_a_build_hashes_as_in_the_manager(setup):
+    """Sisyphus pickles a tk.Path without its creator (the job), which its hash holds: a job's output passed into a
+    build and held by its result hashes as when built in the manager, built and from the cache."""
+    _, builds, bmodels = setup
+    from tests.support.jobs import MakeCheckpoint
+
+    checkpoint = MakeCheckpoint("a job output in a build").out
+    other = MakeCheckpoint("another job").out
+    in_manager = _hash(bmodels.with_checkpoint(checkpoint))
+    assert pickle.loads(pickle.dumps(checkpoint)).creator is None  # the premise
+    assert _hash(bmodels.with_checkpoint(other)) != in_manager
+    built = builds.build(bmodels.with_checkpoint, checkpoint)
+    assert _hash(built) == in_manager and _hash(builds.build(bmodels.with_checkpoint, checkpoint)) == in_manager
+    assert _hash(builds.build(bmodels.with_checkpoint, other)) == _hash(bmodels.with_checkpoint(other))

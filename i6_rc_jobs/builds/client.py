@@ -29,6 +29,7 @@ from pathlib import Path
 from typing import Any, Callable, Iterable, Optional
 
 from ..imports.cache import holder, locked
+from . import job_paths
 from .fingerprint import Verifier
 from .record import value_digest
 from .store import PRIVATE, Store, cache_root, sha256_hex, touch_used, write_private
@@ -104,6 +105,11 @@ class Call:
         """The SHA-256 of the pickled call: what tells apart calls that the Sisyphus hash does not."""
         return sha256_hex(self.data)
 
+    @functools.cached_property
+    def paths(self) -> dict[str, Any]:
+        """The job outputs among the arguments, put back in the result (see :mod:`.job_paths`)."""
+        return job_paths.argument_paths((self.args, self.kwargs))
+
     def check(self) -> None:
         """The builder must be found by its name in a process that imports its module (the build process does)."""
         module, qualname = self.builder.__module__, self.builder.__qualname__
@@ -171,8 +177,8 @@ class Builds:
         return self.cwd or os.getcwd()
 
     def rebuild_many(self, calls: list[Any]) -> list[Any]:
-        """Builds the calls (objects with ``key``, ``digest``, ``name``, ``description`` and the pickled call as ``data``) anew,
-        neither looking them up nor storing them."""
+        """Builds the calls (objects with ``key``, ``digest``, ``name``, ``description``, the pickled call as
+        ``data`` and ``paths``, see :mod:`.job_paths`) anew, neither looking them up nor storing them."""
         return _Batch(self, Store(Path(self.cache or cache_root())), fresh=True).run(calls)
 
 
@@ -232,7 +238,7 @@ class _Batch:
             if data is None:
                 continue
             touch_used(variant)
-            return pickle.loads(data)
+            return job_paths.loads(data, call.paths)
         return None
 
     def base_holds(self, digest: str) -> Optional[bool]:
@@ -426,7 +432,7 @@ class _Batch:
             else:
                 for variant in self.stale.get(call.digest, []):
                     self.store.remove(variant)
-        return pickle.loads(result)
+        return job_paths.loads(result, call.paths)
 
 
 def _env_changed(env: dict[str, Optional[str]]) -> Optional[str]:

@@ -25,7 +25,7 @@ import traceback
 import types
 from typing import Optional
 
-from . import record
+from . import job_paths, record
 from .fingerprint import fingerprint
 from .store import FORMAT, PRIVATE
 
@@ -82,12 +82,13 @@ def _build(directory: str, base: dict, started_ns: int, environ: dict[str, str])
     sys.pycache_prefix = os.path.join(directory, "no-bytecode")  # never a stale .pyc of an edit that kept the mtime
     with open(os.path.join(directory, "call.pickle"), "rb") as f:
         builder, args, kwargs = pickle.load(f)
+    paths = job_paths.argument_paths((args, kwargs))
     result = builder(*args, **kwargs)
     name = f"{builder.__module__}.{builder.__qualname__}"
     if not isinstance(result, ReturnnCommonSerializer):
         print(f"error: the builder {name} returned a {type(result).__name__}, not a ReturnnCommonSerializer")
         return 1
-    data = pickle.dumps(result, protocol=pickle.HIGHEST_PROTOCOL)
+    data = job_paths.dumps(result, paths)
     import hashlib
 
     sis_hash = hashlib.sha256(sis_hash_helper(result)).hexdigest()

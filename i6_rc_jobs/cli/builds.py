@@ -42,6 +42,11 @@ class _Stored:
     data: bytes
 
     @property
+    def paths(self) -> dict[str, Any]:
+        """None known here: the paths the build process had (without their creators) stay in the result."""
+        return {}
+
+    @property
     def digest(self) -> str:
         return sha256_hex(self.data)
 

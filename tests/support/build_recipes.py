@@ -54,6 +54,15 @@ def copies_environ():
     return rc_serializers.model("lstm_stack", num_layers=1, hidden=8 + len(environ.get("BMODELS_TOKEN", "")) % 2)
 
 
+def with_checkpoint(checkpoint):
+    """An LSTM whose first layer loads ``checkpoint`` (a job's output) on init."""
+    from tests import rc_serializers
+
+    serializer = rc_serializers.model("lstm_stack", num_layers=1, hidden=8)
+    serializer.network[next(iter(serializer.network))]["load_on_init"] = checkpoint
+    return serializer
+
+
 def exits():
     """Ends its build process with status 0 before the build wrote a result."""
     os._exit(0)
