@@ -608,7 +608,7 @@ def test_the_builds_command_reports_stray_and_broken_items_in_one_line_each(setu
     for item in (entries / "stray", key / "stray", key / "signature-only"):
         (line,) = [line for line in listing.stdout.splitlines() if line.startswith(f"{item}:")]
         assert line.endswith(
-            "no entry signed with this cache's key (a stray file, or corrupt, foreign or of an older format): never used"
+            "signed with this cache's key (a stray file, or corrupt, foreign or of an older format): never used"
         )
     verified = _cli("--verify", cache=builds.cache)
     assert verified.returncode == 1 and "Traceback" not in verified.stderr, verified.stderr

@@ -3,9 +3,9 @@ starts (once per process, on the first call that is not cached) to build the oth
 
 A call is cached under the Sisyphus hash of the builder's name and its arguments, and told apart from other calls
 of that hash by the digest of its exact pickle (builder and arguments), to which an entry's signature is bound; an
-entry of it is used only if every dependency its build recorded (:mod:`.record`) still holds: the same Python, ``sys.path`` and working
-directory, the same values of the environment variables it read, the same content of every file it loaded or
-read (:mod:`.fingerprint`)."""
+entry of it is used only if every dependency its build recorded (:mod:`.record`) still holds: the same Python,
+``sys.path`` and working directory, the same values of the environment variables it read (compared by digest), the
+same content of every file it loaded or read (:mod:`.fingerprint`)."""
 
 from __future__ import annotations
 
