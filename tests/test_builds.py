@@ -480,7 +480,7 @@ def test_a_build_that_exits_without_a_result_says_so(setup):
 def test_a_server_that_does_not_start_shows_its_output(setup, tmp_path):
     recipe, builds, bmodels = setup
     python = tmp_path / "python"
-    python.write_text("#!/bin/sh\necho 'this Python cannot run the build server' >&2\nexit 3\n")
+    python.write_text("#!/bin/sh\nread setup\necho 'this Python cannot run the build server' >&2\nexit 3\n")
     python.chmod(0o755)
     with pytest.raises(BuildError, match="did not start; its output:\nthis Python cannot run the build server"):
         _lstm(Builds(python=str(python), cache=builds.cache), recipe, bmodels)

@@ -8,16 +8,20 @@ from __future__ import annotations
 
 import io
 import pickle
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from sisyphus.job_path import AbstractPath
-from sisyphus.tools import extract_paths
+if TYPE_CHECKING:
+    from sisyphus.job_path import AbstractPath
 
 _TAG = "i6_rc_jobs argument path"
 
 
 def argument_paths(arguments: Any) -> dict[str, AbstractPath]:
-    """The paths among ``arguments``, by their path string."""
+    """The paths among ``arguments``, by their path string. (Sisyphus is imported here, not with the module: the
+    build server imports this module before its ``sys.path`` is set.)"""
+    from sisyphus.job_path import AbstractPath
+    from sisyphus.tools import extract_paths
+
     return {path.get_path(): path for path in extract_paths(arguments) if isinstance(path, AbstractPath)}
 
 
