@@ -3,14 +3,19 @@ server, cached by what they depended on; each kind of dependency edited, faults,
 
 from __future__ import annotations
 
+import fcntl
 import functools
 import json
 import os
 import pickle
+import secrets
+import shutil
 import signal
+import socket
 import subprocess
 import sys
 import textwrap
+import threading
 import time
 from pathlib import Path
 
@@ -91,6 +96,42 @@ def test_a_cached_build_runs_no_builder_and_gives_the_same_serializer(setup):
     second = _lstm(builds, recipe, bmodels)
     assert build_recipes.builds(recipe) == 1 and _variants(builds) == [variant]
     assert _hash(first) == _hash(second) and first.get() == second.get()
+
+
+def test_calls_of_one_sisyphus_hash_get_their_own_results(setup):
+    """Dicts in another order hash alike in Sisyphus but are other calls: each gets its own model, in one build_many
+    too, and both stay cached."""
+    recipe, builds, bmodels = setup
+    ab, ba = {"a": 16, "b": 32}, {"b": 32, "a": 16}
+    from sisyphus.hash import sis_hash_helper
+
+    assert sis_hash_helper(ab) == sis_hash_helper(ba)  # the premise
+    together = builds.build_many([(bmodels.first_size, (ab,), {}), (bmodels.first_size, (ba,), {})])
+    assert _hash(together[0]) != _hash(together[1]) and build_recipes.builds(recipe) == 2
+    alone = [builds.build(bmodels.first_size, sizes) for sizes in (ba, ab)]
+    assert [_hash(s) for s in alone] == [_hash(together[1]), _hash(together[0])] and build_recipes.builds(recipe) == 2
+
+
+def test_an_entry_copied_under_another_call_is_refused(setup):
+    """An entry is signed for its call: copied into another call's place (with its own call.pickle or the other's),
+    it is not loaded, and the other call is built."""
+    recipe, builds, bmodels = setup
+    (recipe / "layers2.txt").write_text("2")
+    time.sleep(SETTLE_S)
+    one = _lstm(builds, recipe, bmodels)
+    (source,) = _variants(builds)
+    two = builds.build(bmodels.lstm, str(recipe / "layers2.txt"))
+    (target,) = [variant for variant in _variants(builds) if variant != source]
+    own_call = (target / "call.pickle").read_bytes()
+    for call in (None, own_call):
+        shutil.rmtree(target)
+        shutil.copytree(source, target)
+        if call is not None:
+            (target / "call.pickle").write_bytes(call)
+        again = builds.build(bmodels.lstm, str(recipe / "layers2.txt"))
+        assert _hash(again) == _hash(two) != _hash(one)
+        target = max(target.parent.iterdir())
+    assert build_recipes.builds(recipe) == 4
 
 
 @pytest.mark.parametrize(
@@ -402,3 +443,241 @@ def test_the_builds_command_lists_verifies_and_prunes(setup):
     assert _cli("--prune", "1d", cache=builds.cache).returncode == 0 and len(_variants(builds)) == 1
     assert _cli("--prune", "0s", cache=builds.cache).returncode == 0 and _variants(builds) == []
     assert "no duration" in _cli("--prune", "soon", cache=builds.cache).stderr
+
+
+def test_an_interrupted_build_many_leaves_later_builds_working(setup):
+    """KeyboardInterrupt while two builds run: their server ends with them, and the next build gets its own result."""
+    recipe, builds, bmodels = setup
+    (recipe / "layers2.txt").write_text("2")
+    (recipe / "pause").touch()
+    time.sleep(SETTLE_S)
+    paths = [str(recipe / "layers.txt"), str(recipe / "layers2.txt")]
+
+    def interrupt():
+        _wait_for(lambda: build_recipes.builds(recipe) == 2)
+        os.kill(os.getpid(), signal.SIGINT)
+
+    thread = threading.Thread(target=interrupt)
+    thread.start()
+    with pytest.raises(KeyboardInterrupt):
+        builds.build_many([(bmodels.lstm, (path,), {}) for path in paths])
+    thread.join()
+    (recipe / "pause").unlink()
+    for pid in (recipe / "counter").read_text().split():
+        _wait_for(lambda: not _alive(int(pid)), timeout=30)
+    reference = _lstm(Builds(cache=builds.cache.with_name("reference")), recipe, bmodels)
+    assert _hash(_lstm(builds, recipe, bmodels)) == _hash(reference) and len(_variants(builds)) == 1
+
+
+def test_a_build_that_exits_without_a_result_says_so(setup):
+    _, builds, bmodels = setup
+    with pytest.raises(BuildError) as e:
+        builds.build(bmodels.exits)
+    message = str(e.value)
+    assert "the build of bmodels.exits() ended with exit status 0 but wrote no result" in message
+    assert len(message.splitlines()) == 1 and _variants(builds) == []
+
+
+def test_a_server_that_does_not_start_shows_its_output(setup, tmp_path):
+    recipe, builds, bmodels = setup
+    python = tmp_path / "python"
+    python.write_text("#!/bin/sh\nread setup\necho 'this Python cannot run the build server' >&2\nexit 3\n")
+    python.chmod(0o755)
+    with pytest.raises(BuildError, match="did not start; its output:\nthis Python cannot run the build server"):
+        _lstm(Builds(python=str(python), cache=builds.cache), recipe, bmodels)
+
+
+def test_a_cache_that_cannot_be_written_builds_without_it_and_says_so_once(setup, tmp_path, caplog):
+    recipe, _, bmodels = setup
+    (tmp_path / "file").write_text("")
+    builds = Builds(cache=tmp_path / "file" / "cache", workers=2)
+    with caplog.at_level("WARNING"):
+        first, second = _lstm(builds, recipe, bmodels), _lstm(builds, recipe, bmodels)
+    (warning,) = [record.getMessage() for record in caplog.records if "cannot be written" in record.getMessage()]
+    assert warning.startswith(f"build cache: {builds.cache} cannot be written (Not a directory: {tmp_path / 'file'}")
+    assert warning.endswith("building without caching")
+    assert _hash(first) == _hash(second) and build_recipes.builds(recipe) == 2
+
+
+def test_builds_from_several_threads(setup):
+    """Three threads build at once in one process, sharing the build server it started before: each gets its own
+    result."""
+    recipe, builds, bmodels = setup
+    _lstm(builds, recipe, bmodels)
+    paths = []
+    for layers in (2, 3, 4):
+        (recipe / f"layers{layers}.txt").write_text(str(layers))
+        paths.append(str(recipe / f"layers{layers}.txt"))
+    time.sleep(SETTLE_S)
+    results: dict[str, str] = {}
+
+    def build(path: str) -> None:
+        results[path] = _hash(builds.build(bmodels.lstm, path))
+
+    threads = [threading.Thread(target=build, args=(path,), daemon=True) for path in paths]
+    for thread in threads:
+        thread.start()
+    deadline = time.monotonic() + 180
+    for thread in threads:
+        thread.join(max(0.0, deadline - time.monotonic()))
+    assert sorted(results) == sorted(paths) and len(set(results.values())) == 3
+    assert build_recipes.builds(recipe) == 4
+    assert [_hash(builds.build(bmodels.lstm, path)) for path in paths] == [results[path] for path in paths]
+
+
+def _lock_messages(caplog) -> list[str]:
+    return [record.getMessage() for record in caplog.records if "the lock" in record.getMessage()]
+
+
+def test_a_stopped_manager_holding_a_lock_is_waited_for_a_bounded_time_and_named(setup, caplog):
+    recipe, builds, bmodels = setup
+    (recipe / "pause").touch()
+    manager = _manager(recipe, builds.cache, [str(recipe / "layers.txt")])
+    try:
+        _wait_for(lambda: build_recipes.builds(recipe) == 1)
+        os.kill(manager.pid, signal.SIGSTOP)
+        (recipe / "pause").unlink()
+        started = time.monotonic()
+        with caplog.at_level("WARNING"):
+            _lstm(Builds(cache=builds.cache, lock_timeout=4), recipe, bmodels)
+        assert 4 <= time.monotonic() - started < 60
+    finally:
+        os.kill(manager.pid, signal.SIGCONT)
+        manager.kill()
+        manager.communicate()
+    waiting, gave_up = _lock_messages(caplog)
+    holder = f"held by pid {manager.pid} on {socket.gethostname()} since "
+    assert "waiting (at most 4 s) for the lock" in waiting and "bmodels.lstm(" in waiting and holder in waiting
+    assert "built without it" in gave_up and holder in gave_up
+    assert build_recipes.builds(recipe) == 2
+
+
+def test_a_lock_held_for_a_dead_process_is_taken_over(setup, caplog):
+    recipe, builds, bmodels = setup
+    from i6_rc_jobs.builds.client import Call
+
+    ended = subprocess.Popen(["true"])
+    ended.wait()
+    lock = Store(builds.cache).lock(Call(bmodels.lstm, (str(recipe / "layers.txt"),), {}).key)
+    lock.parent.mkdir(parents=True)
+    with open(lock, "a") as f:  # held by a process the dead one started, say
+        fcntl.flock(f, fcntl.LOCK_EX)
+        f.write(f"{ended.pid} {socket.gethostname()} {time.time()}\n")
+        f.flush()
+        with caplog.at_level("WARNING"):
+            thread = threading.Thread(target=_lstm, args=(builds, recipe, bmodels), daemon=True)
+            thread.start()
+            thread.join(120)
+        assert not thread.is_alive(), "still waiting for the lock"
+    (message,) = _lock_messages(caplog)
+    assert f"held by pid {ended.pid} on {socket.gethostname()}" in message and message.endswith("taken over")
+    assert len(_variants(builds)) == 1
+
+
+def test_a_process_a_builder_starts_ends_with_its_build(setup, tmp_path):
+    _, builds, bmodels = setup
+    pid_file = tmp_path / "pid"
+    builds.build(bmodels.spawning, str(pid_file))
+    pid = int(pid_file.read_text())
+    try:
+        _wait_for(lambda: not _alive(pid), timeout=30)
+    finally:
+        if _alive(pid):
+            os.kill(pid, signal.SIGKILL)
+
+
+def test_the_builds_command_reports_stray_and_broken_items_in_one_line_each(setup, tmp_path):
+    """A stray file among the entries and in an entry's place, a signature without its entry, and an entry whose
+    setup directory is gone: listed, verified and pruned with a line each."""
+    recipe, builds, bmodels = setup
+    (recipe / "layers2.txt").write_text("2")
+    time.sleep(SETTLE_S)
+    _lstm(builds, recipe, bmodels)
+    gone = tmp_path / "setup"
+    gone.mkdir()
+    Builds(cache=builds.cache, cwd=str(gone)).build(bmodels.lstm, str(recipe / "layers2.txt"))
+    shutil.rmtree(gone)
+    entries = Path(builds.cache) / "entries"
+    key = sorted(entries.iterdir())[0]
+    (entries / "stray").write_text("")
+    (key / "stray").write_text("")
+    (key / "signature-only").mkdir()
+    (key / "signature-only" / "entry.sig").write_text("0" * 64)
+    (Path(builds.cache) / "bases" / "dangling.sig").symlink_to(tmp_path / "nothing")
+    listing = _cli(cache=builds.cache)
+    assert listing.returncode == 0 and not listing.stderr, listing.stderr
+    for item in (entries / "stray", key / "stray", key / "signature-only"):
+        (line,) = [line for line in listing.stdout.splitlines() if line.startswith(f"{item}:")]
+        assert line.endswith(
+            "signed with this cache's key (a stray file, or corrupt, foreign or of an older format): never used"
+        )
+    verified = _cli("--verify", cache=builds.cache)
+    assert verified.returncode == 1 and "Traceback" not in verified.stderr, verified.stderr
+    lines = verified.stdout.splitlines()
+    assert (
+        f"its setup directory {gone} is gone: not verified" in lines[0]
+        or f"its setup directory {gone} is gone: not verified" in lines[1]
+    )
+    assert sum("same hash" in line for line in lines) == 1 and len(lines) == 2
+    pruned = _cli("--prune", "0s", cache=builds.cache)
+    assert pruned.returncode == 0 and not pruned.stderr, pruned.stderr
+    assert _variants(builds) == [] and not list((Path(builds.cache) / "bases").iterdir())
+
+
+def test_the_cache_keeps_digests_of_environment_values_and_is_closed_to_others(setup, monkeypatch):
+    """A builder that reads a token (among every variable): no file of the cache holds it, none is readable by
+    others, and a new token still rebuilds."""
+    recipe, builds, bmodels = setup
+    token = f"token-{secrets.token_hex(8)}"
+    monkeypatch.setenv("BMODELS_TOKEN", token)
+    builds.build(bmodels.copies_environ)
+    builds.build(bmodels.copies_environ)
+    cache = Path(builds.cache)
+    files = [path for path in cache.rglob("*") if path.is_file() and "locks" not in path.parts]
+    assert len(files) >= 8 and [path for path in files if token.encode() in path.read_bytes()] == []
+    assert [path for path in files if path.stat().st_mode & 0o007] == []
+    (variant,) = _variants(builds)
+    assert variant.stat().st_mode & 0o007 == 0 and build_recipes.builds(recipe) == 1
+    monkeypatch.setenv("BMODELS_TOKEN", token + "x")
+    builds.build(bmodels.copies_environ)
+    assert build_recipes.builds(recipe) == 2
+
+
+def test_managers_that_load_the_same_libraries_store_one_base(setup):
+    """Each manager start runs a new build server: the base it records is the one stored before, not a new file."""
+    recipe, builds, _ = setup
+    (recipe / "layers2.txt").write_text("2")
+    time.sleep(SETTLE_S)
+    for name in ("layers.txt", "layers2.txt"):
+        manager = _manager(recipe, builds.cache, [str(recipe / name)])
+        _, err = manager.communicate(timeout=600)
+        assert manager.returncode == 0, err[-3000:]
+    assert len(list((Path(builds.cache) / "bases").glob("*.json"))) == 1
+    assert build_recipes.builds(recipe) == 2 and len(_variants(builds)) == 2
+
+
+def test_two_setups_with_the_same_call_keep_their_own_entries(setup, tmp_path):
+    """The same builder and arguments in two setup directories: each builds once, and neither evicts the other."""
+    recipe, builds, bmodels = setup
+    setups = [tmp_path / "one", tmp_path / "two"]
+    for directory in setups:
+        directory.mkdir()
+    for directory in setups + setups:
+        Builds(cache=builds.cache, cwd=str(directory), workers=2).build(bmodels.lstm, str(recipe / "layers.txt"))
+    assert build_recipes.builds(recipe) == 2 and len(_variants(builds)) == 2
+
+
+def test_a_job_output_in_a_build_hashes_as_in_the_manager(setup):
+    """Sisyphus pickles a tk.Path without its creator (the job), which its hash holds: a job's output passed into a
+    build and held by its result hashes as when built in the manager, built and from the cache."""
+    _, builds, bmodels = setup
+    from tests.support.jobs import MakeCheckpoint
+
+    checkpoint = MakeCheckpoint("a job output in a build").out
+    other = MakeCheckpoint("another job").out
+    in_manager = _hash(bmodels.with_checkpoint(checkpoint))
+    assert pickle.loads(pickle.dumps(checkpoint)).creator is None  # the premise
+    assert _hash(bmodels.with_checkpoint(other)) != in_manager
+    built = builds.build(bmodels.with_checkpoint, checkpoint)
+    assert _hash(built) == in_manager and _hash(builds.build(bmodels.with_checkpoint, checkpoint)) == in_manager
+    assert _hash(builds.build(bmodels.with_checkpoint, other)) == _hash(bmodels.with_checkpoint(other))

@@ -1,10 +1,11 @@
 """The manager's side of builds: the cache key of a call, the lookup that verifies an entry, and the build server it
 starts (once per process, on the first call that is not cached) to build the others.
 
-A call is cached under the Sisyphus hash of the builder's name and its arguments; an entry of it is used only if
-every dependency its build recorded (:mod:`.record`) still holds: the same Python, ``sys.path`` and working
-directory, the same values of the environment variables it read, the same content of every file it loaded or
-read (:mod:`.fingerprint`)."""
+A call is cached under the Sisyphus hash of the builder's name and its arguments, and told apart from other calls
+of that hash by the digest of its exact pickle (builder and arguments), to which an entry's signature is bound; an
+entry of it is used only if every dependency its build recorded (:mod:`.record`) still holds: the same Python,
+``sys.path`` and working directory, the same values of the environment variables it read (compared by digest), the
+same content of every file it loaded or read (:mod:`.fingerprint`)."""
 
 from __future__ import annotations
 
@@ -20,14 +21,18 @@ import selectors
 import shutil
 import subprocess
 import sys
+import tempfile
+import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Iterable, Optional
 
-from ..imports.cache import locked
+from ..imports.cache import holder, locked
+from . import job_paths
 from .fingerprint import Verifier
-from .store import Store, cache_root, touch_used
+from .record import value_digest
+from .store import PRIVATE, Store, cache_root, sha256_hex, touch_used, write_private
 
 #: Set in a build process: a build there runs the builder in that process (it is part of the outer build).
 IN_BUILD = False
@@ -50,6 +55,8 @@ DEFAULT_PRELOAD = (
 )
 #: How long a manager waits between looks at a lock another manager holds.
 _POLL_S = 0.05
+#: After this long waiting for another manager's lock, the wait is reported (once per entry), naming the holder.
+_SAY_AFTER_S = 2.0
 _LOG_LINES = 60
 _DESCRIPTION_CHARS = 200
 
@@ -85,13 +92,23 @@ class Call:
         text = ", ".join(parts)
         return text if len(text) <= _DESCRIPTION_CHARS else text[: _DESCRIPTION_CHARS - 3] + "..."
 
-    @property
+    @functools.cached_property
     def data(self) -> bytes:
         """The pickled call, as the build process loads it."""
         try:
             return pickle.dumps((self.builder, self.args, self.kwargs), protocol=pickle.HIGHEST_PROTOCOL)
         except Exception as e:
             raise BuildError(f"the arguments of {self.name}({self.description}) cannot be pickled: {e}") from None
+
+    @functools.cached_property
+    def digest(self) -> str:
+        """The SHA-256 of the pickled call: what tells apart calls that the Sisyphus hash does not."""
+        return sha256_hex(self.data)
+
+    @functools.cached_property
+    def paths(self) -> dict[str, Any]:
+        """The job outputs among the arguments, put back in the result (see :mod:`.job_paths`)."""
+        return job_paths.argument_paths((self.args, self.kwargs))
 
     def check(self) -> None:
         """The builder must be found by its name in a process that imports its module (the build process does)."""
@@ -122,6 +139,9 @@ class Builds:
     #: as it was built).
     paths: Optional[list[str]] = None
     cwd: Optional[str] = None
+    #: How long to wait for an entry's lock held by another manager (a stopped one holds it for ever) before building
+    #: it without the lock.
+    lock_timeout: float = 300.0
 
     def build(self, builder: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
         """The serializer ``builder(*args, **kwargs)`` returns: from the cache if nothing it depended on changed, else
@@ -157,8 +177,8 @@ class Builds:
         return self.cwd or os.getcwd()
 
     def rebuild_many(self, calls: list[Any]) -> list[Any]:
-        """Builds the calls (objects with ``key``, ``name``, ``description`` and the pickled call as ``data``) anew,
-        neither looking them up nor storing them."""
+        """Builds the calls (objects with ``key``, ``digest``, ``name``, ``description``, the pickled call as
+        ``data`` and ``paths``, see :mod:`.job_paths`) anew, neither looking them up nor storing them."""
         return _Batch(self, Store(Path(self.cache or cache_root())), fresh=True).run(calls)
 
 
@@ -179,48 +199,58 @@ class _Batch:
         self.verifier = Verifier()
         self.bases: dict[str, bool] = {}
         self.stale: dict[str, list[Path]] = {}
+        self.waiting: dict[str, float] = {}  # call digest -> when the wait for its lock began
+        self.said: set[str] = set()  # the calls whose wait was reported
 
     def run(self, calls: list[Call]) -> list[Any]:
-        results: dict[str, Any] = {}
+        results: dict[str, Any] = {}  # by the digest of the call
         for call in [] if self.fresh else calls:
-            if call.key not in results:
+            if call.digest not in results:
                 found = self.lookup(call)
                 if found is not None:
-                    results[call.key] = found
-        missing = {call.key: call for call in calls if call.key not in results}
+                    results[call.digest] = found
+        missing = {call.digest: call for call in calls if call.digest not in results}
         if missing:
             results.update(self.build_missing(list(missing.values())))
-        return [results[call.key] for call in calls]
+        return [results[call.digest] for call in calls]
 
     # -- lookup ------------------------------------------------------------------------------------------------
 
     def lookup(self, call: Call) -> Optional[Any]:
         """The result of a verified entry of the call, None if there is none. A variant found stale stays so for the
         batch: the second lookup (under the lock) skips it, so that its reason is logged once."""
-        stale = self.stale.setdefault(call.key, [])
+        stale = self.stale.setdefault(call.digest, [])
         if self.fresh:
             return None
         for variant in self.store.variants(call.key):
             if variant in stale:
                 continue
-            entry = self.store.entry(variant)
-            if entry is None or entry.get("builder") != call.name:
-                continue  # not made with this cache's key, corrupt, or half removed
-            if not (self.base_holds(entry["base"]) and self.deps_hold(entry)):
+            entry = self.store.entry(variant, call.digest)
+            if entry is None:
+                continue  # another call of the same Sisyphus hash, not made with this cache's key, or corrupt
+            holds = self.base_holds(entry["base"])
+            if holds is None:
+                continue  # another setup's (another working directory): kept for it
+            if not (holds and self.deps_hold(entry)):
                 stale.append(variant)
                 continue
             data = self.store.result_bytes(variant, entry)
             if data is None:
                 continue
             touch_used(variant)
-            return pickle.loads(data)
+            return job_paths.loads(data, call.paths)
         return None
 
-    def base_holds(self, digest: str) -> bool:
+    def base_holds(self, digest: str) -> Optional[bool]:
+        """Whether the base holds; None if it is another setup's (its working directory is another: its entries are
+        that setup's, neither used nor replaced here)."""
         if digest not in self.bases:
             if digest not in _bases:  # a base is immutable (named by its digest): read once per process
                 _bases[digest] = self.store.base(digest)
             base = _bases[digest]
+            if base is not None and base["cwd"] != self.builds.workdir():
+                self.bases[digest] = None
+                return None
             reason = "its base is missing or not signed" if base is None else self._base_changed(base)
             if reason:
                 logging.info("build cache: the entries of base %s do not hold: %s", digest[:12], reason)
@@ -233,8 +263,6 @@ class _Batch:
             return f"another Python: {self.builds.executable()}, not {base['python']['executable']}"
         if base["sys_path"] != self.builds.sys_path():
             return "another sys.path"
-        if base["cwd"] != self.builds.workdir():
-            return f"another working directory: {self.builds.workdir()}, not {base['cwd']}"
         return _env_changed(base["env"]) or self._file_changed(base)
 
     def deps_hold(self, entry: dict[str, Any]) -> bool:
@@ -253,7 +281,15 @@ class _Batch:
 
     def build_missing(self, calls: list[Call]) -> dict[str, Any]:
         """Builds the calls, each under its lock (another manager may be building it: then its result is taken),
-        at most ``workers`` at once. Locks are taken without waiting, so that two managers never wait for each other."""
+        at most ``workers`` at once. Locks are taken without waiting, so that two managers never wait for each other.
+        One batch of the process builds at a time (its threads share the build servers); a batch that ends before
+        its builds (an interrupt) ends their server."""
+        with _building:
+            if not (self.fresh or self.cache_writable()):
+                self.fresh, self.store = True, Store(_scratch())
+            return self._build_missing(calls)
+
+    def _build_missing(self, calls: list[Call]) -> dict[str, Any]:
         workers = self.builds.workers or os.cpu_count() or 1
         results: dict[str, Any] = {}
         errors: list[BuildError] = []
@@ -266,20 +302,20 @@ class _Batch:
                     if len(running) >= workers:
                         break
                     stack = contextlib.ExitStack()
-                    if not self.fresh and not stack.enter_context(locked(self.store.lock(call.key), wait=False)):
+                    if not self.claim(call, stack):
                         stack.close()
                         continue
                     pending.remove(call)
                     found = self.lookup(call)  # built by another manager while this one waited
                     if found is not None:
-                        results[call.key] = found
+                        results[call.digest] = found
                         stack.close()
                         continue
                     server = server or _server(self.builds, self.store)
                     partial = self.store.partial("build")
                     stack.callback(shutil.rmtree, partial, ignore_errors=True)
                     started_ns = time.time_ns()
-                    (partial / "call.pickle").write_bytes(call.data)
+                    write_private(partial / "call.pickle", call.data)
                     running[server.submit(partial, started_ns)] = (call, stack, partial)
                 if not running:
                     time.sleep(_POLL_S)
@@ -290,30 +326,91 @@ class _Batch:
                     call, stack, partial = running.pop(request_id)
                     with stack:
                         try:
-                            results[call.key] = self.finish(call, partial, status, server)
+                            results[call.digest] = self.finish(call, partial, status, server)
                         except BuildError as e:
                             errors.append(e)
         finally:
             for _, stack, _ in running.values():
                 stack.close()
+            if running and server is not None:
+                _discard(server)  # its builds would answer the next batch
         if errors:
             more = f" ({len(errors) - 1} more builds failed)" if len(errors) > 1 else ""
             raise BuildError(f"{errors[0]}{more}")
         return results
 
+    def claim(self, call: Call, stack: contextlib.ExitStack) -> bool:
+        """Whether the call is to be built now: its lock taken (into ``stack``), or held by a dead process or for
+        longer than ``lock_timeout`` (then it is built without the lock). A wait is reported once, naming the holder."""
+        lock = self.store.lock(call.key)
+        if self.fresh or stack.enter_context(locked(lock, wait=False)):
+            return True
+        what = f"{call.name}({call.description})"
+        who = holder(lock)
+        if who is not None and who.dead():
+            logging.warning(
+                "build cache: the lock %s of %s is held by %s, which has ended: taken over", lock, what, who
+            )
+            return True
+        waited = time.monotonic() - self.waiting.setdefault(call.digest, time.monotonic())
+        if waited > self.builds.lock_timeout:
+            logging.warning(
+                "build cache: waited %.0f s for the lock %s of %s, held by %s: built without it",
+                waited,
+                lock,
+                what,
+                who or "another process",
+            )
+            return True
+        if waited > _SAY_AFTER_S and call.digest not in self.said:
+            self.said.add(call.digest)
+            logging.warning(
+                "build cache: waiting (at most %.0f s) for the lock %s of %s, held by %s",
+                self.builds.lock_timeout,
+                lock,
+                what,
+                who or "another process",
+            )
+        return False
+
+    def cache_writable(self) -> bool:
+        """Whether the cache can take an entry; if not (a full disk, a directory this user may not write), builds
+        run without it, said once per cache and process, naming the path and the error."""
+        try:
+            probe = self.store.partial("probe")
+            try:
+                (probe / "probe").write_bytes(bytes(4096))
+                self.store.lock("probe").parent.mkdir(parents=True, exist_ok=True)
+            finally:
+                shutil.rmtree(probe, ignore_errors=True)
+        except OSError as e:
+            _say_unwritable(self.store.root, e)
+            return False
+        return True
+
+    def keep_log(self, call: Call, partial: Path) -> Path:
+        """The log of a failed build, kept as the call's ``failed/`` log."""
+        failed = self.store.failed_log(call.key)
+        failed.parent.mkdir(parents=True, exist_ok=True)
+        if (partial / "log").exists():
+            shutil.move(partial / "log", failed)
+        return failed
+
     def finish(self, call: Call, partial: Path, status: int, server: "_Server") -> Any:
         """The result of a build that ended with ``status``, stored as an entry if the build succeeded and no
         dependency changed while it ran."""
-        log = partial / "log"
         if status != 0:
-            failed = self.store.failed_log(call.key)
-            failed.parent.mkdir(parents=True, exist_ok=True)
-            if log.exists():
-                shutil.move(log, failed)
+            failed = self.keep_log(call, partial)
             how = f"was killed by signal {-status}" if status < 0 else f"failed (exit status {status})"
             raise BuildError(
                 f"the build of {call.name}({call.description}) {how}; the end of its output ({failed}):\n"
                 + _tail(failed)
+            )
+        if not (partial / "deps.json").exists():
+            raise BuildError(
+                f"the build of {call.name}({call.description}) ended with exit status 0 but wrote no result (the "
+                f"builder or code it called ended the process, e.g. with os._exit(0)); its output: "
+                f"{self.keep_log(call, partial)}"
             )
         deps = json.loads((partial / "deps.json").read_text())
         (partial / "deps.json").unlink()
@@ -329,16 +426,23 @@ class _Batch:
                 "recorded_ns": deps["recorded_ns"],
                 "sis_hash": deps["sis_hash"],
             }
-            self.store.put(call.key, partial, entry, result, (partial / "call.pickle").read_bytes())
-            for variant in self.stale.get(call.key, []):
-                self.store.remove(variant)
-        return pickle.loads(result)
+            try:
+                self.store.put(call.key, partial, entry, result, (partial / "call.pickle").read_bytes())
+            except OSError as e:  # a disk that filled up while the build ran: the result is still good
+                _say_unwritable(self.store.root, e)
+            else:
+                for variant in self.stale.get(call.digest, []):
+                    self.store.remove(variant)
+        return job_paths.loads(result, call.paths)
 
 
 def _env_changed(env: dict[str, Optional[str]]) -> Optional[str]:
-    for name, value in env.items():
-        if os.environ.get(name) != value:
-            return f"${name} is {os.environ.get(name)!r}, not {value!r}"
+    """What of the recorded environment (digests of values) no longer holds: named, its values not shown."""
+    for name, digest in env.items():
+        now = os.environ.get(name)
+        if value_digest(now) != digest:
+            how = "unset" if now is None else "set" if digest is None else "another value"
+            return f"${name} changed ({how})"
     return None
 
 
@@ -361,7 +465,7 @@ class _Server:
             f"import sys; sys.path.insert(0, {str(Path(__file__).resolve().parents[2])!r}); "
             "from i6_rc_jobs.builds.server import main; main()"
         )
-        with open(self.log, "wb") as log:
+        with open(os.open(self.log, os.O_WRONLY | os.O_CREAT, PRIVATE), "wb") as log:
             self.process = subprocess.Popen(
                 [builds.executable(), "-c", bootstrap],
                 stdin=subprocess.PIPE,
@@ -371,7 +475,7 @@ class _Server:
             )
         self._buffer = b""
         self._next_id = 0
-        known = next((base for base in reversed(_bases.values()) if base is not None), None)
+        known = next((base for base in reversed(_bases.values()) if base is not None), None) or store.newest_base()
         setup = {
             "sys_path": builds.sys_path(),
             "preload": list(builds.preload),
@@ -381,8 +485,9 @@ class _Server:
         self._send(setup)
         reply = self._read(timeout=None)
         if reply is None or not reply.get("ready"):
+            output = _tail(self.log)
             self.close()
-            raise BuildError(f"the build server ({builds.executable()}) did not start; its output:\n{_tail(self.log)}")
+            raise BuildError(f"the build server ({builds.executable()}) did not start; its output:\n{output}")
         self.base_data = (partial / "base.json").read_bytes()
         self.base = json.loads(self.base_data)
         self.changed_while_loading = bool(self.base["changed_while_loading"])
@@ -446,6 +551,10 @@ class _Server:
 
 
 _servers: dict[tuple, _Server] = {}
+#: Held by the batch that uses the build servers.
+_building = threading.Lock()
+#: The caches found not writable (said once).
+_unwritable: set[Path] = set()
 #: The bases read so far, by digest (None: not signed with the cache's key).
 _bases: dict[str, Optional[dict[str, Any]]] = {}
 
@@ -460,6 +569,28 @@ def stop_servers() -> None:
 atexit.register(stop_servers)
 
 
+def _discard(server: _Server) -> None:
+    """Ends a server and its builds; the next build starts another."""
+    for key, known in list(_servers.items()):
+        if known is server:
+            del _servers[key]
+    server.close()
+
+
+def _say_unwritable(root: Path, error: OSError) -> None:
+    if root not in _unwritable:
+        _unwritable.add(root)
+        where = error.filename or root
+        logging.warning(
+            "build cache: %s cannot be written (%s: %s): building without caching", root, error.strerror or error, where
+        )
+
+
+def _scratch() -> Path:
+    """Where builds run when the cache cannot be written: this user's directory in the temporary directory."""
+    return Path(tempfile.gettempdir()) / f"i6_rc_jobs-builds-{os.getuid()}"
+
+
 def _server(builds: Builds, store: Store) -> _Server:
     """The process's build server for this Python, path, working directory and preload (started on first use, and
     anew when an environment variable it read while loading has changed), with its base in ``store``."""
@@ -470,5 +601,8 @@ def _server(builds: Builds, store: Store) -> _Server:
             server.close()
         server = _servers[key] = _Server(builds, store)
     if not server.changed_while_loading:
-        store.put_base(server.base_data)
+        try:
+            store.put_base(server.base_data)
+        except OSError as e:
+            _say_unwritable(store.root, e)
     return server

@@ -1,6 +1,7 @@
 """What a build process depends on, recorded by the process itself: the files of the modules it loaded, the files it
 opened for reading (audit hook on "open", which also sees ``io.open_code`` and C code that opens through Python),
-the environment variables it read by name (``os.environ`` is replaced by a recording copy), its Python, ``sys.path``
+the environment variables it read by name with digests of their values (``os.environ`` is replaced by a recording copy),
+its Python, ``sys.path``
 and working directory. Installed once, first thing in the build server, so that what the libraries read while the
 server imports them counts as well.
 
@@ -9,6 +10,7 @@ Not seen: files read by C code directly (``fopen`` in an extension), environment
 
 from __future__ import annotations
 
+import hashlib
 import os
 import sys
 from typing import Any, Optional
@@ -118,6 +120,12 @@ def set_environment(environ: dict[str, str]) -> None:
     _env_read.update(before)
 
 
+def value_digest(value: Optional[str]) -> Optional[str]:
+    """What is recorded of a variable's value: its SHA-256 (None: it was not set). A value may be a secret (a token),
+    and the cache keeps no value."""
+    return None if value is None else hashlib.sha256(value.encode("utf-8", "surrogateescape")).hexdigest()
+
+
 def environment() -> dict[str, Optional[str]]:
-    """The variables read so far by name and the values read (None: it was not set)."""
-    return dict(_env_read)
+    """The variables read so far by name and the digests of the values read (see :func:`value_digest`)."""
+    return {name: value_digest(value) for name, value in _env_read.items()}

@@ -3,7 +3,8 @@ no recipe code) and forks one child per build. A child starts as a copy of that 
 the libraries and sees nothing another build or the manager left behind (returnn_common's name context, RETURNN's
 caches, random state): it imports the recipe code itself, builds, writes its result into the entry directory it was
 given, and exits. Runs with the setup's Python (``python -m i6_rc_jobs.builds.server`` is not how it is started:
-the manager puts i6_rc_jobs on the path first, see :mod:`.client`).
+the manager puts i6_rc_jobs on the path first, see :mod:`.client`). Each child leads a process group of its own:
+what a builder starts ends with its build.
 
 Protocol, JSON lines: the manager sends ``{"sys_path", "preload", "base", "known"}`` once, then ``{"id", "dir",
 "started_ns", "environ"}`` per build; the server answers ``{"ready": true, "preloaded": [...]}`` once and ``{"id", "status"}``
@@ -24,8 +25,9 @@ import traceback
 import types
 from typing import Optional
 
-from . import record
+from . import job_paths, record
 from .fingerprint import fingerprint
+from .store import FORMAT, PRIVATE
 
 #: A dependency changed later than this before the build began may have changed while it read it.
 CLOCK_SLACK_NS = 20_000_000
@@ -47,7 +49,8 @@ def _base(started_ns: int, sys_path: list[str], known: Optional[dict]) -> dict:
     """What the server itself depended on when it was ready: every build from it depends on that."""
     files = [*record.module_files(), *record.opened_files(), os.path.realpath(sys.executable)]
     fingerprints = _fingerprints(list(dict.fromkeys(files)), known)
-    return {
+    base = {
+        "format": FORMAT,
         "python": {"executable": sys.executable, "version": sys.version},  # its binary is among the files
         "sys_path": sys_path,  # as given: what the manager compares
         "cwd": os.getcwd(),
@@ -56,6 +59,12 @@ def _base(started_ns: int, sys_path: list[str], known: Optional[dict]) -> dict:
         "recorded_ns": time.time_ns(),
         "changed_while_loading": _changed_since(fingerprints, started_ns),
     }
+    same = known is not None and all(base[name] == known.get(name) for name in _SAME_BASE)
+    return known if same else base  # the same base, with the same digest: stored once, however often servers start
+
+
+#: What makes two bases the same (not when they were recorded).
+_SAME_BASE = ("format", "python", "sys_path", "cwd", "env", "files", "changed_while_loading")
 
 
 def _build(directory: str, base: dict, started_ns: int, environ: dict[str, str]) -> int:
@@ -73,12 +82,13 @@ def _build(directory: str, base: dict, started_ns: int, environ: dict[str, str])
     sys.pycache_prefix = os.path.join(directory, "no-bytecode")  # never a stale .pyc of an edit that kept the mtime
     with open(os.path.join(directory, "call.pickle"), "rb") as f:
         builder, args, kwargs = pickle.load(f)
+    paths = job_paths.argument_paths((args, kwargs))
     result = builder(*args, **kwargs)
     name = f"{builder.__module__}.{builder.__qualname__}"
     if not isinstance(result, ReturnnCommonSerializer):
         print(f"error: the builder {name} returned a {type(result).__name__}, not a ReturnnCommonSerializer")
         return 1
-    data = pickle.dumps(result, protocol=pickle.HIGHEST_PROTOCOL)
+    data = job_paths.dumps(result, paths)
     import hashlib
 
     sis_hash = hashlib.sha256(sis_hash_helper(result)).hexdigest()
@@ -93,22 +103,23 @@ def _build(directory: str, base: dict, started_ns: int, environ: dict[str, str])
         "sis_hash": sis_hash,
         "changed_while_building": _changed_since(fingerprints, started_ns),
     }
-    with open(os.path.join(directory, "result.pickle"), "wb") as f:
+    with open(os.open(os.path.join(directory, "result.pickle"), os.O_WRONLY | os.O_CREAT, PRIVATE), "wb") as f:
         f.write(data)
-    with open(os.path.join(directory, "deps.json"), "w") as f:
+    with open(os.open(os.path.join(directory, "deps.json"), os.O_WRONLY | os.O_CREAT, PRIVATE), "w") as f:
         json.dump(deps, f)
     return 0
 
 
 def _child(request: dict, base: dict, protocol_fd: int) -> None:
     ctypes.CDLL(None).prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
+    os.setpgid(0, 0)  # what the builder starts is in its group, which ends with the build
     status = 1
     try:
         os.close(protocol_fd)
         null = os.open(os.devnull, os.O_RDONLY)
         os.dup2(null, 0)
         directory = request["dir"]
-        log = os.open(os.path.join(directory, "log"), os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o666)
+        log = os.open(os.path.join(directory, "log"), os.O_WRONLY | os.O_CREAT | os.O_APPEND, PRIVATE)
         sys.stdout.flush()
         sys.stderr.flush()
         os.dup2(log, 1)
@@ -175,7 +186,7 @@ def main() -> None:
         preloaded.append(name)
 
     base = _base(started_ns, setup[0]["sys_path"], setup[0]["known"])
-    with open(setup[0]["base"], "w") as f:
+    with open(os.open(setup[0]["base"], os.O_WRONLY | os.O_CREAT, PRIVATE), "w") as f:
         json.dump(base, f)
     protocol.write(json.dumps({"ready": True, "preloaded": preloaded}) + "\n")
     try:
@@ -205,12 +216,22 @@ def _serve(requests: _Lines, protocol, base: dict, protocol_fd: int) -> None:
                     selector.unregister(key.fd)
                     os.close(key.fd)
                     _, status = os.waitpid(pid, 0)
+                    _end_group(pid)
                     code = -os.WTERMSIG(status) if os.WIFSIGNALED(status) else os.WEXITSTATUS(status)
                     protocol.write(json.dumps({"id": request_id, "status": code}) + "\n")
     finally:
         for pid, _ in children.values():
             os.kill(pid, signal.SIGKILL)
             os.waitpid(pid, 0)
+            _end_group(pid)
+
+
+def _end_group(pid: int) -> None:
+    """Ends what a build started (its process group, see :func:`_child`): nothing a build starts outlives it."""
+    try:
+        os.killpg(pid, signal.SIGKILL)
+    except (ProcessLookupError, PermissionError):  # nothing left in it
+        pass
 
 
 if __name__ == "__main__":

@@ -8,8 +8,11 @@ the umask gives, complete directories renamed into place, locks that the kernel 
 - ``key``: 32 random bytes, readable by the user (and the group, if the umask lets the group read), by nobody else;
 - ``entries/<call key>/<variant>/``: one build: ``entry.json`` (builder, arguments, the base it was built on, the
   files and environment variables it depended on beyond that base, digests of the other files), ``entry.sig`` (an
-  HMAC-SHA256 of entry.json with the key), ``result.pickle``, ``call.pickle`` (for ``builds --verify``), ``log``
-  and ``used`` (touched at each use, for ``--prune``);
+  HMAC-SHA256 with the key of the format, the SHA-256 of ``call.pickle`` and entry.json: an entry copied under
+  another call is refused), ``result.pickle``, ``call.pickle`` (the exact pickled call: builder and arguments),
+  ``log`` and ``used`` (touched at each use, for ``--prune``). The call key is the Sisyphus hash of the call, which
+  is coarser than the call (``{"a": 1, "b": 2}`` and ``{"b": 2, "a": 1}`` hash alike): its variants are told apart
+  by the digest of the pickled call;
 - ``bases/<digest>.json`` and ``.sig``: what the build server had loaded before it forked a build (the libraries),
   shared by the builds it made;
 - ``locks/<call key>.lock``, ``tmp/``, ``failed/<call key>.log`` (the output of the last failed build)."""
@@ -32,6 +35,10 @@ from ..imports.cache import cache_root as imports_cache_root
 from ..imports.cache import into_place, partial_dir
 
 ENV = "I6_RC_BUILD_CACHE"
+#: The format of entries and bases, part of what is signed: entries of another format are not read, but rebuilt.
+FORMAT = 2
+#: The mode of the cache's files, less the umask: the user's and the group's (who share the key), nobody else's.
+PRIVATE = 0o660
 
 
 class UnsafeCacheError(Exception):
@@ -43,7 +50,8 @@ def cache_root() -> Path:
     return Path(os.environ.get(ENV) or imports_cache_root().parent / "builds")
 
 
-def _digest(data: bytes) -> str:
+def sha256_hex(data: bytes) -> str:
+    """The SHA-256 of ``data``, as hex."""
     return hashlib.sha256(data).hexdigest()
 
 
@@ -137,48 +145,74 @@ class Store:
         return self.root / "failed" / f"{call_key}.log"
 
     def partial(self, label: str) -> Path:
-        return partial_dir(self.root / "tmp", label)
+        """A new directory in ``tmp/``, closed to others: what a build writes there (its output, its result) is the
+        cache's users' only."""
+        partial = partial_dir(self.root / "tmp", label)
+        os.chmod(partial, stat.S_IMODE(os.stat(partial).st_mode) & ~0o007)
+        return partial
 
     def variants(self, call_key: str) -> list[Path]:
         """The entry's variants, newest first."""
         try:
             names = os.listdir(self.entry_dir(call_key))
-        except FileNotFoundError:
+        except OSError:  # none, or a stray file in its place
             return []
         return [self.entry_dir(call_key) / name for name in sorted(names, reverse=True) if not name.startswith(".")]
 
     def all_variants(self) -> Iterator[Path]:
         try:
             keys = sorted(os.listdir(self.root / "entries"))
-        except FileNotFoundError:
+        except OSError:
             return
         for call_key in keys:
-            yield from self.variants(call_key)
+            if self.entry_dir(call_key).is_dir():
+                yield from self.variants(call_key)
+            else:  # a stray file: listed, so that it is seen (and pruned)
+                yield self.entry_dir(call_key)
 
     # -- bases --------------------------------------------------------------------------------------------------
 
     def put_base(self, data: bytes) -> str:
-        digest = _digest(data)
+        digest = sha256_hex(data)
         path = self.root / "bases" / f"{digest}.json"
         if self.read_signed(path, path.with_suffix(".sig")) is None:
             path.parent.mkdir(parents=True, exist_ok=True)
-            write_atomically(path, data)
-            write_atomically(path.with_suffix(".sig"), self.sign(data))
+            write_atomically(path, data, PRIVATE)
+            write_atomically(path.with_suffix(".sig"), self.sign(data), PRIVATE)
         return digest
+
+    def newest_base(self) -> Optional[dict[str, Any]]:
+        """The base stored last, if it is signed: what a new server compares its own with, so that an equal one is
+        not stored again."""
+        try:
+            paths = sorted((self.root / "bases").glob("*.json"), key=lambda path: path.stat().st_mtime)
+        except OSError:  # none, or one removed while listed
+            return None
+        return self.base(paths[-1].stem) if paths else None
 
     def base(self, digest: str) -> Optional[dict[str, Any]]:
         path = self.root / "bases" / f"{digest}.json"
         data = self.read_signed(path, path.with_suffix(".sig"))
-        if data is None or _digest(data) != digest:
+        if data is None or sha256_hex(data) != digest:
             return None
-        return json.loads(data)
+        base = json.loads(data)
+        return base if base.get("format") == FORMAT else None
 
     # -- entries ------------------------------------------------------------------------------------------------
 
-    def entry(self, variant: Path) -> Optional[dict[str, Any]]:
-        """The variant's entry.json, if it is signed with this cache's key."""
-        data = self.read_signed(variant / "entry.json", variant / "entry.sig")
-        return None if data is None else json.loads(data)
+    def entry(self, variant: Path, call_sha256: Optional[str] = None) -> Optional[dict[str, Any]]:
+        """The variant's entry.json, if it is signed with this cache's key for the call whose pickle has the digest
+        ``call_sha256`` (default: the variant's own ``call.pickle``, whose digest the entry must then give)."""
+        try:
+            data, signature = (variant / "entry.json").read_bytes(), (variant / "entry.sig").read_bytes()
+            if call_sha256 is None:
+                call_sha256 = sha256_hex((variant / "call.pickle").read_bytes())
+        except OSError:  # missing, half removed, or a stray file where a variant would be
+            return None
+        if not self.signed(_bound(call_sha256, data), signature):
+            return None
+        entry = json.loads(data)
+        return entry if entry.get("call_sha256") == call_sha256 else None
 
     def result_bytes(self, variant: Path, entry: dict[str, Any], name: str = "result") -> Optional[bytes]:
         """The pickle ``name`` of the variant if its digest is the one the signed entry gives."""
@@ -186,16 +220,15 @@ class Store:
             data = (variant / f"{name}.pickle").read_bytes()
         except FileNotFoundError:
             return None
-        return data if _digest(data) == entry[f"{name}_sha256"] else None
+        return data if sha256_hex(data) == entry[f"{name}_sha256"] else None
 
     def put(self, call_key: str, partial: Path, entry: dict[str, Any], result: bytes, call: bytes) -> Path:
         """Completes the entry built in ``partial`` (its result, call and log are there) and renames it into place."""
-        entry = {**entry, "result_sha256": _digest(result), "call_sha256": _digest(call)}
+        entry = {**entry, "result_sha256": sha256_hex(result), "call_sha256": sha256_hex(call)}
         data = json.dumps(entry, sort_keys=True).encode()
-        (partial / "call.pickle").write_bytes(call)
-        (partial / "entry.json").write_bytes(data)
-        (partial / "entry.sig").write_bytes(self.sign(data))
-        (partial / "used").touch()
+        signature = self.sign(_bound(entry["call_sha256"], data))
+        for name, content in [("call.pickle", call), ("entry.json", data), ("entry.sig", signature), ("used", b"")]:
+            write_private(partial / name, content)
         for path in partial.iterdir():
             _fsync(path)
         target = self.entry_dir(call_key) / f"{time.time_ns():020d}-{secrets.token_hex(4)}"
@@ -213,6 +246,11 @@ class Store:
         shutil.rmtree(aside, ignore_errors=True)
 
 
+def _bound(call_sha256: str, data: bytes) -> bytes:
+    """What an entry's signature covers: its format, its call and its entry.json."""
+    return f"i6_rc_jobs build entry {FORMAT} {call_sha256}\n".encode() + data
+
+
 def touch_used(variant: Path) -> None:
     try:
         os.utime(variant / "used")
@@ -223,8 +261,14 @@ def touch_used(variant: Path) -> None:
 def last_used(variant: Path) -> float:
     try:
         return os.stat(variant / "used").st_mtime
-    except FileNotFoundError:
+    except OSError:  # none, or a stray file in the variant's place
         return 0.0
+
+
+def write_private(path: Path, data: bytes) -> None:
+    """Writes a file of the cache (``PRIVATE``)."""
+    with open(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, PRIVATE), "wb") as f:
+        f.write(data)
 
 
 def _fsync(path: Path) -> None:

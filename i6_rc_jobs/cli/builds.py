@@ -17,11 +17,12 @@ from pathlib import Path
 from typing import Any
 
 from ..builds.client import BuildError, Builds
-from ..builds.store import Store, cache_root, last_used
+from ..builds.store import Store, cache_root, last_used, sha256_hex
 
 from .command import ExitStatus, command_parser
 
 _UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400}
+_NO_ENTRY = "no entry signed with this cache's key (a stray file, or corrupt, foreign or of an older format)"
 
 EXAMPLE = "--prune 30d"
 
@@ -39,6 +40,15 @@ class _Stored:
     name: str
     description: str
     data: bytes
+
+    @property
+    def paths(self) -> dict[str, Any]:
+        """None known here: the paths the build process had (without their creators) stay in the result."""
+        return {}
+
+    @property
+    def digest(self) -> str:
+        return sha256_hex(self.data)
 
 
 def _age(seconds: float) -> str:
@@ -68,7 +78,7 @@ def _list(store: Store) -> int:
     print(f"{'builder':40} {'arguments':40} {'age':>7} {'used':>7} {'KB':>7} hash")
     for variant, entry in _entries(store):
         if entry is None:
-            print(f"{variant}: not signed with this cache's key (corrupt or foreign): never used")
+            print(f"{variant}: {_NO_ENTRY}: never used")
             continue
         age, used = now - entry["recorded_ns"] / 1e9, now - last_used(variant)
         size = _size(variant) / 1024
@@ -84,18 +94,23 @@ def _verify(store: Store) -> int:
     for variant, entry in _entries(store):
         if entry is None:
             continue
+        what = f"{entry['builder']}({entry['arguments']})"
         base = store.base(entry["base"])
         data = store.result_bytes(variant, entry, "call")
         if base is None or data is None:
-            print(f"{variant}: its base or call is missing or corrupt: not verified")
+            print(f"{what} {variant}: its base or call is missing or corrupt: not verified")
+            status = Exit.DIFFERS
+            continue
+        if not os.path.isdir(base["cwd"]):
+            print(f"{what}: its setup directory {base['cwd']} is gone: not verified")
             status = Exit.DIFFERS
             continue
         stored = _Stored(entry["key"], entry["builder"], entry["arguments"], data)
         builds = Builds(python=base["python"]["executable"], paths=base["sys_path"], cwd=base["cwd"], cache=store.root)
         try:
             (result,) = builds.rebuild_many([stored])
-        except BuildError as e:
-            print(f"{entry['builder']}({entry['arguments']}): the rebuild failed: {e}")
+        except (BuildError, OSError) as e:
+            print(f"{what}: the rebuild failed: {e}")
             status = Exit.DIFFERS
             continue
         from sisyphus.hash import sis_hash_helper
@@ -103,11 +118,19 @@ def _verify(store: Store) -> int:
         now = hashlib.sha256(sis_hash_helper(result)).hexdigest()
         same = now == entry["sis_hash"]
         print(
-            f"{entry['builder']}({entry['arguments']}): {'same hash' if same else 'DIFFERS'} "
+            f"{what}: {'same hash' if same else 'DIFFERS'} "
             f"{entry['sis_hash'][:12]}{'' if same else ' -> ' + now[:12]}"
         )
         status = status or (Exit.DONE if same else Exit.DIFFERS)
     return status
+
+
+def _modified(path: Path) -> float:
+    """When the file (or link: a dangling one is removed too) was last changed; 0 if it is gone."""
+    try:
+        return path.lstat().st_mtime
+    except FileNotFoundError:
+        return 0.0
 
 
 def _prune(store: Store, age: float) -> int:
@@ -119,13 +142,10 @@ def _prune(store: Store, age: float) -> int:
             print(f"removed {variant}")
         elif entry is not None:
             kept_bases.add(entry["base"])
-    for sig in (store.root / "bases").glob("*.sig"):
-        if sig.stem not in kept_bases and sig.stat().st_mtime < now - age:
-            sig.with_suffix(".json").unlink(missing_ok=True)
-            sig.unlink()
-    for log in (store.root / "failed").glob("*.log"):
-        if log.stat().st_mtime < now - age:
-            log.unlink()
+    bases = [path for path in (store.root / "bases").glob("*.*") if path.stem not in kept_bases]
+    for path in bases + list((store.root / "failed").glob("*.log")):
+        if _modified(path) < now - age:
+            path.unlink(missing_ok=True)
     shutil.rmtree(store.partial("prune"))  # making it removes what dead processes of this host left in tmp/
     return Exit.DONE
 

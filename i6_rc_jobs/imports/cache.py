@@ -23,7 +23,9 @@ import secrets
 import shutil
 import socket
 import stat
+import time
 from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
 from typing import ContextManager, Iterator, Optional
 
@@ -161,7 +163,8 @@ class RepoCache:
 @contextmanager
 def locked(lock: Path, wait: bool = True) -> Iterator[bool]:
     """Holds an exclusive lock on the file ``lock`` (made if missing) while the block runs; yields whether it holds it,
-    which only ``wait=False`` makes False (another process holds it). The kernel drops the lock of a killed process."""
+    which only ``wait=False`` makes False (another process holds it). The kernel drops the lock of a killed process.
+    The holder writes who it is into the file (see :func:`holder`) and empties it when it lets go."""
     lock.parent.mkdir(parents=True, exist_ok=True)
     with open(lock, "a") as f:
         try:
@@ -170,9 +173,39 @@ def locked(lock: Path, wait: bool = True) -> Iterator[bool]:
             yield False
             return
         try:
+            f.truncate(0)
+            f.write(f"{os.getpid()} {socket.gethostname()} {time.time()}\n")
+            f.flush()
             yield True
         finally:
+            f.truncate(0)
             fcntl.flock(f, fcntl.LOCK_UN)
+
+
+@dataclass(frozen=True)
+class Holder:
+    """Who holds a lock, as it wrote into the lock file."""
+
+    pid: int
+    host: str
+    since: float
+
+    def dead(self) -> bool:
+        """Whether the holder is a process of this host that has ended (its lock is then held by a process it
+        started, or by none)."""
+        return self.host == socket.gethostname() and not _alive(self.pid)
+
+    def __str__(self) -> str:
+        return f"pid {self.pid} on {self.host} since {time.strftime('%Y-%m-%d %H:%M:%S', time.localtime(self.since))}"
+
+
+def holder(lock: Path) -> Optional[Holder]:
+    """Who holds the lock, None if nobody said so (not held, or just taken and not written yet)."""
+    try:
+        pid, host, since = lock.read_text().split()
+        return Holder(int(pid), host, float(since))
+    except (OSError, ValueError):
+        return None
 
 
 def _seal(tree: Path, what: str) -> None:

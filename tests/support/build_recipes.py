@@ -35,6 +35,50 @@ def lstm(layers_file: str):
     return rc_serializers.model("lstm_stack", num_layers=num_layers, hidden=hidden)
 
 
+def first_size(sizes: dict):
+    """An LSTM whose hidden size is the first value of ``sizes``: the dict's order matters, as a call's may."""
+    with open(os.path.join(HERE, "counter"), "a") as f:
+        f.write(f"{os.getpid()}\\n")
+    from tests import rc_serializers
+
+    return rc_serializers.model("lstm_stack", num_layers=1, hidden=next(iter(sizes.values())))
+
+
+def copies_environ():
+    """Reads the whole environment (``dict(os.environ)`` reads every variable by name), $BMODELS_TOKEN among it."""
+    with open(os.path.join(HERE, "counter"), "a") as f:
+        f.write(f"{os.getpid()}\\n")
+    environ = dict(os.environ)
+    from tests import rc_serializers
+
+    return rc_serializers.model("lstm_stack", num_layers=1, hidden=8 + len(environ.get("BMODELS_TOKEN", "")) % 2)
+
+
+def with_checkpoint(checkpoint):
+    """An LSTM whose first layer loads ``checkpoint`` (a job's output) on init."""
+    from tests import rc_serializers
+
+    serializer = rc_serializers.model("lstm_stack", num_layers=1, hidden=8)
+    serializer.network[next(iter(serializer.network))]["load_on_init"] = checkpoint
+    return serializer
+
+
+def exits():
+    """Ends its build process with status 0 before the build wrote a result."""
+    os._exit(0)
+
+
+def spawning(pid_file: str):
+    """Starts a process that would run for ten minutes, writes its pid to ``pid_file``, and builds."""
+    import subprocess
+
+    with open(pid_file, "w") as f:
+        f.write(str(subprocess.Popen(["sleep", "600"]).pid))
+    from tests import rc_serializers
+
+    return rc_serializers.model("lstm_stack", num_layers=1, hidden=8)
+
+
 def failing(code: int):
     with open(os.path.join(HERE, "counter"), "a") as f:
         f.write(f"{os.getpid()}\\n")
