@@ -464,7 +464,7 @@ def test_an_interrupted_build_many_leaves_later_builds_working(setup):
     thread.join()
     (recipe / "pause").unlink()
     for pid in (recipe / "counter").read_text().split():
-        _wait_for(lambda: not _alive(int(pid)), timeout=30)
+        _wait_for(lambda pid=int(pid): not _alive(pid), timeout=30)
     reference = _lstm(Builds(cache=builds.cache.with_name("reference")), recipe, bmodels)
     assert _hash(_lstm(builds, recipe, bmodels)) == _hash(reference) and len(_variants(builds)) == 1
 

@@ -197,7 +197,7 @@ class _Batch:
         self.store = store
         self.fresh = fresh
         self.verifier = Verifier()
-        self.bases: dict[str, bool] = {}
+        self.bases: dict[str, Optional[bool]] = {}
         self.stale: dict[str, list[Path]] = {}
         self.waiting: dict[str, float] = {}  # call digest -> when the wait for its lock began
         self.said: set[str] = set()  # the calls whose wait was reported

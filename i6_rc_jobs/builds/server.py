@@ -60,7 +60,9 @@ def _base(started_ns: int, sys_path: list[str], known: Optional[dict]) -> dict:
         "changed_while_loading": _changed_since(fingerprints, started_ns),
     }
     same = known is not None and all(base[name] == known.get(name) for name in _SAME_BASE)
-    return known if same else base  # the same base, with the same digest: stored once, however often servers start
+    return (
+        known if known is not None and same else base
+    )  # the same base, with the same digest: stored once, however often servers start
 
 
 #: What makes two bases the same (not when they were recorded).
