@@ -7,7 +7,7 @@ import stat
 import sys
 
 import pytest
-from i6_core.returnn.config import ReturnnConfig
+from i6_core.returnn.config import CodeWrapper, ReturnnConfig
 from sisyphus import tk
 from sisyphus.hash import short_hash
 
@@ -279,3 +279,15 @@ def test_paths_inside_the_dicts_are_job_inputs_and_written_as_their_value(tmp_pa
     path = tmp_path / "returnn.config"
     write_config_file(_config(serializer), str(path))
     assert f'"load_on_init": "{checkpoint.get_path()}"' in path.read_text()
+
+
+def test_a_code_wrapper_of_a_variable_not_set_yet_makes_a_job_and_is_written_once_set(tmp_path):
+    variable = tk.Variable(str(tmp_path / "learning_rate"))
+    serializer = encoder_decoder()
+    serializer.network["enc"]["dropout"] = CodeWrapper(variable)
+    serializer.close()
+    job = CreateConfigJob(_config(serializer))  # i6_core hashes the variable without its value
+    variable.set("0.25")
+    path = tmp_path / "returnn.config"
+    write_config_file(job.returnn_config, str(path))
+    assert '"dropout": 0.25' in path.read_text()

@@ -46,9 +46,12 @@ NOT_FOR_CLASSES = frozenset(
 
 class CodeWriter:
     """Writes values and remembers what the code needs besides itself: the dims it names and the imports of
-    markers, namedtuple classes, functions and classes, and numpy's."""
+    markers, namedtuple classes, functions and classes, and numpy's. With ``resolve_delayed=False`` it asks no
+    Sisyphus value for its value (they may not be computed yet in the manager) and writes ``...`` for it instead:
+    for the names the code binds, which the checks of a job being made need, not for the code."""
 
-    def __init__(self):
+    def __init__(self, resolve_delayed: bool = True):
+        self.resolve_delayed = resolve_delayed
         self.dims: dict[str, DimRef] = {}
         self.markers: set[str] = set()
         self.imported: dict[tuple[str, str], str] = {}  # (module, top-level name) -> local name
@@ -99,6 +102,8 @@ class CodeWriter:
             return f"complex({self._value(value.real, indent)}, {self._value(value.imag, indent)})"
         if is_namedtuple(value):
             return self._namedtuple(value, indent)
+        if not self.resolve_delayed and isinstance(getattr(value, "code", value), DelayedBase):
+            return "..."  # a CodeWrapper of a Sisyphus value, or one itself
         if isinstance(value, CodeWrapper):
             return wrapper_code(value)
         if isinstance(value, DelayedBase):

@@ -278,22 +278,27 @@ class SerializedNet(DelayedBase):
         must not clash with the keys of the config around it, nor with another serializer's names. Third, the dims
         it names, by name: what a DimRef in the config's values, written as its name, refers to."""
         writer, dims, parts = self._render()
+        names, named_dims = self._names(writer)
+        return self._code(writer, dims, parts), names, named_dims
+
+    def _names(self, writer: CodeWriter) -> tuple[dict[str, Optional[str]], dict[str, DimRef]]:
         names: dict[str, Optional[str]] = dict(writer.imports())
         names.update((name, None) for name, ref in writer.dims.items() if ref.global_name is None)
         names.update((name, None) for name in ("extern_data", "network") if self._data[name] is not None)
         if self._data["staged_networks"] is not None:
             names["get_network"] = None
-        return self._code(writer, dims, parts), names, dict(writer.dims)
+        return names, dict(writer.dims)
 
     def names_and_dims(self) -> tuple[dict[str, Optional[str]], dict[str, DimRef]]:
         """The names and dims of :meth:`code_and_names`, without the code, remembered while closed: what the checks
-        of a config made in the manager need, once for all the jobs that share the serializer."""
-        return self._once(("names_and_dims",), lambda: self.code_and_names()[1:])
+        of a config made in the manager need, once for all the jobs that share the serializer. Sisyphus values are not
+        asked for their values, which may not be computed yet."""
+        return self._once(("names_and_dims",), lambda: self._names(self._render(resolve_delayed=False)[0]))
 
-    def _render(self) -> tuple[CodeWriter, list[str], list[str]]:
+    def _render(self, resolve_delayed: bool = True) -> tuple[CodeWriter, list[str], list[str]]:
         """Writes the dicts, then the lines of the dims they name: (writer, dim lines, dict code parts)."""
         _check_parts(self._data)
-        writer = CodeWriter()
+        writer = CodeWriter(resolve_delayed)
         parts = []
         for name in ("extern_data", "network"):
             if self._data[name] is not None:
