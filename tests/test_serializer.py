@@ -767,3 +767,34 @@ def test_hash_full_python_code_hashes_a_serializer_by_its_hash(tmp_path):
     assert sis_hash_helper(plain) == sis_hash_helper(
         ReturnnConfig({}, python_prolog=[helper], hash_full_python_code=True)
     )
+
+
+_DIM_IN_CONFIG = """
+import sys
+from i6_core.returnn.config import ReturnnConfig
+from sisyphus.hash import short_hash
+from i6_rc_jobs.serialization.refs import MarkedRef
+from tests.support.cases import encoder_decoder
+
+def config(size=None, name=None):
+    serializer = encoder_decoder()
+    dim = serializer.network["enc"]["subnetwork"]["ff"]["out_dim"]
+    if size is not None:
+        dim.size = size
+    if name is not None:
+        dim.code = name
+    return ReturnnConfig({"ff": {"dim": dim, "sparse": MarkedRef("ImplicitSparseDim", dim)}}, python_prolog=[serializer])
+
+sys.stdout.write(repr([short_hash(config()), short_hash(config(size=2048)), short_hash(config(name="other_dim"))]))
+"""
+
+
+def test_a_config_holding_dimrefs_as_values_hashes_alike_in_every_process_and_by_their_content_and_name():
+    """A DimRef's fields include the random origin of the RETURNN Dim it was made from: never hashed."""
+    runs = {
+        subprocess.run([sys.executable, "-c", _DIM_IN_CONFIG], capture_output=True, check=True, cwd=REPO).stdout
+        for _ in range(2)
+    }
+    assert len(runs) == 1
+    same, other_size, other_name = eval(runs.pop())
+    assert len({same, other_size, other_name}) == 3

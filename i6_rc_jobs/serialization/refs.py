@@ -384,6 +384,15 @@ class DimRef(CodeWrapper):
             lines.append(f"{self.name}.same_as = {self.copy_of.name}")
         return lines
 
+    def _sis_hash(self) -> bytes:
+        """What Sisyphus hashes a DimRef by where it sits in a config value (it would hash the ``__dict__`` otherwise,
+        whose ``origin`` is random per process): the name it is written as, which ties it to the dim the prolog
+        defines by that name, and the prolog lines of it and of everything it is made of (its content)."""
+        from .prolog import dim_lines  # (they write DimRefs)
+        from .pycode import CodeWriter
+
+        return f"(DimRef, {self.name}, {dim_lines(CodeWriter(), [self])!r})".encode()
+
     def written_description(self) -> Optional[str]:
         """The description a plain dim gets in the written code: exactly its own if auto-generated (it makes such
         dims equal or not in RETURNN), else its own or, if it has none, its variable name."""
@@ -471,6 +480,10 @@ class MarkedRef(CodeWrapper):
     @property
     def code(self) -> str:
         return f"{self.marker}({self.dim.name})"
+
+    def _sis_hash(self) -> bytes:
+        """By its marker and its dim's hash (see :meth:`DimRef._sis_hash`)."""
+        return f"(MarkedRef, {self.marker}, ".encode() + self.dim._sis_hash() + b")"
 
     # Equal as RETURNN's marked dims are (one marker around one dim), so that a dict cannot hold two keys that the
     # written config would load as one.
