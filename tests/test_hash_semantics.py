@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 from i6_core.returnn.config import CodeWrapper, ReturnnConfig
-from returnn.tensor import Dim, batch_dim
+from returnn.tensor import Dim, Tensor, batch_dim
 from returnn.tensor.marked_dim import ImplicitSparseDim
 from sisyphus import tk
 from sisyphus.delayed_ops import DelayedFormat
@@ -260,3 +260,33 @@ def test_a_code_wrapper_of_an_unset_variable_hashes_without_its_value_and_writes
 def test_pickled_serializer_keeps_its_hash():
     serializer = _by_description("time", "frames")
     assert pickle.loads(pickle.dumps(serializer))._sis_hash() == serializer._sis_hash()
+
+
+# Descriptions and variable names that code reads.
+
+
+def _two_spatial(first: str, second: str, network: dict) -> ReturnnCommonSerializer:
+    dims = [batch_dim, spatial(first), spatial(second), feature("feat")]
+    return ReturnnCommonSerializer(extern_data={"data": {"dim_tags": dims}}, network=network)
+
+
+def test_a_description_an_eval_string_reads_is_hashed():
+    code = "tf.reduce_max(source(0), axis=source(0, as_data=True).get_axis_from_description('stag:time'))"
+    network = {"output": {"class": "eval", "from": "data", "eval": code}}
+    time_first, time_second = _two_spatial("time", "frames", network), _two_spatial("frames", "time", network)
+    found = []
+    for serializer in (time_first, time_second):
+        data = Tensor("data", dims=load(serializer)["extern_data"]["data"]["dim_tags"], dtype="float32")
+        found.append(data.get_axis_from_description("stag:time"))  # what the eval code computes
+    assert found == [1, 2]
+    assert time_first._sis_hash() != time_second._sis_hash()
+
+
+def test_a_dim_a_code_wrapper_names_is_hashed_by_its_name():
+    network = reduce_over(CodeWrapper("time_dim"))  # the variable named after the description "time"
+    time_first, time_second = _two_spatial("time", "frames", network), _two_spatial("frames", "time", network)
+    assert output_positions(time_first, "output") == [0, 2, 3]
+    assert output_positions(time_second, "output") == [0, 1, 3]
+    assert time_first._sis_hash() != time_second._sis_hash()
+    unread = [_two_spatial(*names, reduce_over("T")) for names in (("time", "frames"), ("frames", "time"))]
+    assert unread[0]._sis_hash() == unread[1]._sis_hash()  # cosmetic where nothing reads them

@@ -7,6 +7,7 @@ tokens of its inputs), never by description or variable name. Everything else ke
 from __future__ import annotations
 
 import hashlib
+import re
 from typing import Any, Callable, Iterable, Iterator, Optional, Sequence
 
 from i6_core.returnn.config import CodeWrapper
@@ -15,7 +16,7 @@ from sisyphus.hash import sis_hash_helper
 
 from ..serialization.errors import SerializationError, describe
 from ..serialization.numpy_values import check_numpy, little_endian, numpy_of, stored_bytes
-from ..serialization.refs import DimRef, MarkedRef, derived_shape, literal_code
+from ..serialization.refs import DIM_SUFFIX, DimRef, MarkedRef, derived_shape, literal_code
 from ..serialization.values import (
     LEAF_TYPES,
     check_leaf,
@@ -551,13 +552,8 @@ def canonical(
 
     Where set elements or dict keys tie (:meth:`Canonicalizer._in_order`), each choice of which goes first is
     tried, and the smallest text wins: a function of the content alone, never of an iteration order. Descriptions
-    are read only if an axis string may name one (``stag:`` and the like): the text has it, or an unhashed part."""
-    text, canonicalizer, form = _smallest(hashed, unhashed, None)
-    if "tag:" in text.lower() or any("tag:" in repr(value).lower() for _, value in unhashed):
-        readings = DescriptionReadings.find(hashed + unhashed)
-        if readings is not None:
-            text, canonicalizer, form = _smallest(hashed, unhashed, readings)
-    return text, canonicalizer, form
+    and variable names are read only where code or an axis string can read them (:class:`DescriptionReadings`)."""
+    return _smallest(hashed, unhashed, DescriptionReadings.find(hashed + unhashed))
 
 
 def _smallest(
@@ -598,30 +594,76 @@ def tag_name(axis: str) -> Optional[str]:
 
 
 class DescriptionReadings:
-    """What RETURNN reads of dim descriptions: the names of the dicts' axis strings, and for each dim which of them
-    it matches. A plain dim's token says which names its description matches (a rename that keeps them keeps the
-    hash); the descriptions of the dims derived dims are made of are hashed in full, since RETURNN composes the
-    derived dims' descriptions from them. A copy matches by its own description and by its base's (the base's token
-    says which names that matches)."""
+    """What RETURNN and code can read of dim descriptions and variable names (denied by default: whatever may be read
+    is hashed). Axis strings (``stag:time``) find dims by (a part of) their description: a plain dim's token says
+    which of their names its description matches (a rename that keeps them keeps the hash); the descriptions of the
+    dims derived dims are made of are hashed in full, since RETURNN composes the derived dims' descriptions from them.
+    A copy matches by its own description and by its base's (the base's token says which names that matches). A
+    string with ``tag:`` elsewhere than at its start (an ``eval`` string calling ``get_axis_from_description``) can
+    read any description: all are hashed in full. A dim whose variable name (made from its description) occurs as an
+    identifier in a str value or a CodeWrapper's code is hashed with its name; a CodeWrapper of a Sisyphus value,
+    whose code is unknown until the worker writes it, makes every dim's name hashed."""
 
-    def __init__(self, names: set[str], sections: list[tuple[str, Any]]):
+    def __init__(
+        self, names: set[str], sections: list[tuple[str, Any]], any_description: bool, read_names: Optional[set[str]]
+    ):
         self.names = sorted(names)
+        self._any_description = any_description
+        self._read_names = read_names  # None: any
         derived = [dim for dim in dims_in(value for _, value in sections) if dim.op is not None]
         self._made_into_derived = {id(dim) for dim in dims_in(dep for dim in derived for dep in dim.dependencies())}
 
     @classmethod
     def find(cls, sections: list[tuple[str, Any]]) -> Optional[DescriptionReadings]:
         names = {name for text in strings_in(value for _, value in sections) if (name := tag_name(text)) is not None}
-        return cls(names, sections) if names else None
+        codes, delayed = code_texts(value for _, value in sections)
+        any_description = any("tag:" in code.lower() and tag_name(code) is None for code in codes)
+        read_names: Optional[set[str]] = None
+        if not delayed:
+            identifiers = {word for code in codes if DIM_SUFFIX in code for word in _IDENTIFIER.findall(code)}
+            read_names = {dim.name for dim in dims_in(value for _, value in sections) if dim.name in identifiers}
+        if names or any_description or read_names != set():
+            return cls(names, sections, any_description, read_names)
+        return None
 
     def extras(self, ref: DimRef) -> str:
-        if ref.global_name is not None or ref.op is not None or (ref.copy_of is not None and ref.description is None):
-            return ""  # a copy without a description of its own is found as its base, whose token says by what
+        if ref.global_name is not None:
+            return ""
+        name = f" name={ref.name!r}" if self._read_names is None or ref.name in self._read_names else ""
+        if ref.op is not None or (ref.copy_of is not None and ref.description is None):
+            return name  # a copy without a description of its own is found as its base, whose token says by what
         description = ref.written_description()
-        if id(ref) in self._made_into_derived and not ref.auto_generated:  # auto-generated: in full already
-            return f" description={description!r}"
+        if (self._any_description or id(ref) in self._made_into_derived) and not ref.auto_generated:
+            return f" description={description!r}{name}"  # auto-generated: in full already
         matched = [name for name in self.names if name in (description or "").lower()]
-        return f" read as {matched!r}" if matched else ""
+        return (f" read as {matched!r}" if matched else "") + name
+
+
+#: An identifier in code (a dim's variable name is one).
+_IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+
+
+def code_texts(values: Iterable) -> tuple[list[str], bool]:
+    """What in ``values`` can be code that reads a description or a dim's variable name: the str values (not dict
+    keys, which are option and layer names) and the code of the CodeWrappers (not dims); and whether a CodeWrapper's
+    code is a Sisyphus value, which the manager cannot read."""
+    codes: list[str] = []
+    delayed = False
+    stack = list(values)
+    while stack:
+        value = stack.pop()
+        if type(value) is str:
+            codes.append(value)
+        elif isinstance(value, dict):
+            stack.extend(value.values())
+        elif isinstance(value, (list, tuple, set, frozenset)):
+            stack.extend(value)
+        elif isinstance(value, CodeWrapper) and type(value) not in (DimRef, MarkedRef):
+            if isinstance(value.code, DelayedBase):
+                delayed = True
+            else:
+                codes.append(wrapper_code(value))
+    return codes, delayed
 
 
 def strings_in(values: Iterable) -> Iterator[str]:
