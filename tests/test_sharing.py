@@ -199,3 +199,13 @@ def test_a_serializer_prints_as_one_short_line():
     assert text == repr(serializer) and "\n" not in text and len(text) < 200
     digest = serializer._sis_hash().decode().rstrip(")").rpartition(" ")[2]
     assert f"hash {digest[:12]}>" in text and "network (" in text and "extern_data (" in text
+
+
+def test_an_edit_of_a_dim_names_and_dims_handed_out_leaves_a_closed_serializer_and_its_hash_alone():
+    serializer = encoder_decoder()
+    serializer.close()
+    code, digest = serializer.get(), serializer._sis_hash()
+    _, dims = serializer.names_and_dims()
+    static = next(dim for dim in dims.values() if dim.size is not None and dim.op is None and dim.copy_of is None)
+    static.size += 1
+    assert serializer.get() == code and serializer._sis_hash() == digest

@@ -292,8 +292,10 @@ class SerializedNet(DelayedBase):
     def names_and_dims(self) -> tuple[dict[str, Optional[str]], dict[str, DimRef]]:
         """The names and dims of :meth:`code_and_names`, without the code, remembered while closed: what the checks
         of a config made in the manager need, once for all the jobs that share the serializer. Sisyphus values are not
-        asked for their values, which may not be computed yet."""
-        return self._once(("names_and_dims",), lambda: self._names(self._render(resolve_delayed=False)[0]))
+        asked for their values, which may not be computed yet. The dims are copies: an edit of one cannot change the
+        dicts of a closed serializer behind its remembered hash."""
+        names, dims = self._once(("names_and_dims",), lambda: self._names(self._render(resolve_delayed=False)[0]))
+        return dict(names), copy_tree(dims, {})
 
     def _render(self, resolve_delayed: bool = True) -> tuple[CodeWriter, list[str], list[str]]:
         """Writes the dicts, then the lines of the dims they name: (writer, dim lines, dict code parts)."""
