@@ -249,19 +249,32 @@ class Holder:
 
 
 def holder(lock: Path) -> Optional[Holder]:
-    """Who holds the lock, None if nobody said so (not held, or just taken and not written yet)."""
+    """Who holds the lock: as it wrote, else (a process that locked it and said nothing) the process of this host
+    that the kernel lists as holding it, else None (not held, or held from another host)."""
     try:
         pid, user, host, since = lock.read_text().split()
         return Holder(int(pid), user, host, float(since))
     except (OSError, ValueError):
-        return None
-
-
-def _user() -> str:
+        pass
     try:
-        return pwd.getpwuid(os.getuid()).pw_name
+        status = lock.stat()
+        device = f"{os.major(status.st_dev):02x}:{os.minor(status.st_dev):02x}:{status.st_ino}"
+        for line in Path("/proc/locks").read_text().splitlines():
+            fields = line.split()
+            if len(fields) > 5 and fields[1] == "FLOCK" and fields[5] == device:
+                owner = os.stat(f"/proc/{fields[4]}").st_uid
+                return Holder(int(fields[4]), _user(owner), socket.gethostname(), status.st_mtime)
+    except (OSError, ValueError):
+        pass
+    return None
+
+
+def _user(uid: Optional[int] = None) -> str:
+    uid = os.getuid() if uid is None else uid
+    try:
+        return pwd.getpwuid(uid).pw_name
     except KeyError:
-        return str(os.getuid())
+        return str(uid)
 
 
 def _seal(tree: Path, what: str) -> None:

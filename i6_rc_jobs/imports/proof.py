@@ -82,7 +82,9 @@ def verify(tree: Path, what: str) -> tuple[str, str]:
     try:
         commit_data, listing_data = (tree / COMMIT).read_bytes(), (tree / LISTING).read_bytes()
     except FileNotFoundError as e:
-        raise VersionedImportError(f"{what}: {tree} lacks {Path(e.filename).name}, which proves its files: {fix}") from None
+        raise VersionedImportError(
+            f"{what}: {tree} lacks {Path(e.filename).name}, which proves its files: {fix}"
+        ) from None
     if object_id("commit", commit_data) != commit:
         raise VersionedImportError(f"{what}: {COMMIT} in {tree} is not the commit {commit}: {fix}")
     commit_tree, date = commit_fields(commit_data)
