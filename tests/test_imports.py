@@ -9,7 +9,9 @@ import itertools
 import logging
 import os
 import pickle
+import py_compile
 import shutil
+import signal
 import socket
 import stat
 import subprocess
@@ -26,7 +28,7 @@ from sisyphus.hash import sis_hash_helper
 import i6_rc_jobs
 
 from i6_rc_jobs.imports import VersionedImportError, import_
-from i6_rc_jobs.imports.cache import ENV, into_place
+from i6_rc_jobs.imports.cache import ENV, LOCK_TIMEOUT_ENV, into_place
 from i6_rc_jobs.imports.dev import ENV as DEV_ENV
 from tests.support.pins import version as pinned_version
 from tests.support.sisyphus_setup import job_dirs, make_setup, run_manager
@@ -417,7 +419,7 @@ def test_development_mode_imports_the_working_copy_and_says_what_it_holds(origin
     for _ in range(2):
         done = subprocess.run([sys.executable, "-c", code], input=pickled, capture_output=True, env=worker)
         assert (done.returncode, done.stdout) == (0, b"5\n"), done.stderr
-    assert list(copy.rglob("__pycache__/*.pyc"))
+    assert not list(copy.rglob("__pycache__"))  # bytecode is this user's, outside the copy
     (copy / "untracked.py").write_text("UNTRACKED = False\n")
     done = subprocess.run([sys.executable, "-c", code], input=pickled, capture_output=True, env=worker)
     assert done.returncode != 0 and b"has changed since" in done.stderr, done.stderr
@@ -622,7 +624,10 @@ def test_a_cache_filled_by_one_user_is_read_by_another(origin, shared_dir, monke
         finally:
             os.umask(old)
         directories = [path for path in _all_paths(cache) if path.is_dir() and not path.is_symlink()]
-        assert {stat.S_IMODE(path.stat().st_mode) & 0o777 for path in directories} == {0o777 & ~umask}, name
+        trees = cache / "trees"  # trees/<host>/<owner>/<name>/<commit>/... are sealed
+        sealed = {path for path in directories if trees in path.parents and len(path.relative_to(trees).parts) >= 4}
+        assert {stat.S_IMODE(path.stat().st_mode) & 0o777 for path in set(directories) - sealed} == {0o777 & ~umask}
+        assert {stat.S_IMODE(path.stat().st_mode) for path in sealed} == {0o555}, name
         if umask == 0o002:
             assert {path.lstat().st_gid for path in _all_paths(cache)} == {group}
         code = f"from i6_rc_jobs.imports import import_; print(import_({REPO!r}, 'pkg', {origin.version(0)!r}).VALUE)"
@@ -709,7 +714,7 @@ def test_development_mode_counts_git_ignored_files_as_changes(origin, tmp_path, 
     pickled = pickle.dumps(module.value)
     worker = {name: value for name, value in os.environ.items() if name != "PYTHONDONTWRITEBYTECODE"}
     done = subprocess.run([sys.executable, "-c", code], input=pickled, capture_output=True, env=worker)
-    assert (done.returncode, done.stdout) == (0, b"2\n") and list(copy.rglob("__pycache__/*.pyc")), done.stderr
+    assert (done.returncode, done.stdout) == (0, b"2\n"), done.stderr
     (copy / "pkg" / "settings.local.py").write_text("VALUE = 'changed'\n")
     done = subprocess.run([sys.executable, "-c", code], input=pickled, capture_output=True, env=worker)
     assert done.returncode != 0 and b"has changed since" in done.stderr, done.stderr
@@ -766,3 +771,150 @@ def test_a_version_missing_from_a_cache_with_a_clone_of_its_repository_names_the
         f"i6_rc_jobs.imports.errors.VersionedImportError: {REPO} commit {origin.commits[1]} is not in the import cache "
         f"{node_cache} ({module}): fetch it first: python -m i6_rc_jobs fetch {REPO} {origin.version(1)}"
     )
+
+
+# What the shared cache checks before it serves a version, against what anyone who may write to it could do.
+
+IMPORT = "from i6_rc_jobs.imports import import_; print(import_({repo!r}, 'pkg', {version!r}).VALUE)"
+
+
+def _tree(origin: Origin, i: int) -> Path:
+    return origin.cache / "trees" / "example.org" / "test" / "origin" / origin.commits[i]
+
+
+def _writable(path: Path) -> None:
+    """As the owner of a tree could (or any user, where the cache left it group-writable)."""
+    for directory in (path, *path.parents):
+        if directory.name == "trees":
+            break
+        directory.chmod(0o755 if directory.is_dir() else 0o644)
+
+
+def test_a_changed_or_added_file_of_a_fetched_version_is_refused_naming_it(origin):
+    import_(REPO, "pkg", origin.version(0))
+    helper = _tree(origin, 0) / "pkg" / "helper.py"
+    _writable(helper)
+    helper.write_text("VALUE = 666\n\n\ndef value():\n    return VALUE\n")
+    done = _child(IMPORT.format(repo=REPO, version=origin.version(0)))
+    assert done.returncode != 0 and "666" not in done.stdout
+    last = done.stderr.strip().splitlines()[-1]
+    assert f"version {origin.version(0)}: 'pkg/helper.py' in {_tree(origin, 0)} is not the commit's" in last, last
+    assert "fetch the version again" in last
+    helper.write_text("VALUE = 1\n\n\ndef value():\n    return VALUE\n")
+    assert _child(IMPORT.format(repo=REPO, version=origin.version(0))).stdout == "1\n"
+    (helper.parent / "__pycache__").mkdir()
+    (helper.parent / "__pycache__" / "helper.cpython-311.pyc").write_bytes(b"planted")
+    done = _child(IMPORT.format(repo=REPO, version=origin.version(0)))
+    assert "'pkg/__pycache__/helper.cpython-311.pyc' in" in done.stderr and "is not in the commit" in done.stderr
+
+
+def test_a_forged_tree_of_a_version_nobody_fetched_is_refused(origin):
+    import_(REPO, "pkg", origin.version(0))
+    forged = _tree(origin, 1)
+    subprocess.run(["cp", "-a", str(_tree(origin, 0)), str(forged)], check=True)
+    _writable(forged / ".i6_rc_version")
+    (forged / ".i6_rc_version").write_text(f"{origin.commits[1]} 20240203040506\n")
+    done = _child(IMPORT.format(repo=REPO, version=origin.version(1)))
+    assert done.returncode != 0 and f".i6_rc_commit in {forged} is not the commit {origin.commits[1]}" in done.stderr
+
+
+def test_a_version_is_read_only_down_to_its_directories(origin):
+    import_(REPO, "pkg", origin.version(0))
+    tree = _tree(origin, 0)
+    modes = {path.relative_to(tree).as_posix(): path.lstat().st_mode & 0o7777 for path in [tree, *tree.rglob("*")]}
+    assert modes["."] == modes["pkg"] == 0o555 and modes["pkg/helper.py"] == 0o444, modes
+    assert {mode for mode in modes.values()} == {0o444, 0o555}
+
+
+def test_bytecode_planted_in_the_development_copy_with_the_sources_mtime_and_size_does_not_run(origin, tmp_path):
+    dev = tmp_path / "dev"
+    done = _child(f"from i6_rc_jobs.imports import import_; import_({REPO!r}, 'pkg', None)", **{DEV_ENV: str(dev)})
+    assert done.returncode == 0, done.stderr
+    helper = dev / "example.org" / "test" / "origin" / "pkg" / "helper.py"
+    source, stat_before = helper.read_text(), helper.stat()
+    planted = source.replace("VALUE = 2", "VALUE = 9")
+    assert len(planted) == len(source)
+    helper.write_text(planted)
+    py_compile.compile(str(helper), doraise=True)  # __pycache__/helper.cpython-311.pyc
+    helper.write_text(source)
+    os.utime(helper, ns=(stat_before.st_atime_ns, stat_before.st_mtime_ns))
+    code = f"from i6_rc_jobs.imports import import_; print(import_({REPO!r}, 'pkg', None).VALUE)"
+    done = _child(code, **{DEV_ENV: str(dev)})
+    assert (done.returncode, done.stdout) == (0, "2\n"), done.stderr
+    assert "without changes" in done.stderr  # the planted bytecode is no change: it never runs
+
+
+def test_a_clone_in_the_cache_whose_config_would_run_a_command_is_refused_and_its_hooks_never_run(origin, tmp_path):
+    import_(REPO, "pkg", origin.version(0))
+    git_dir = origin.cache / "git" / "example.org" / "test" / "origin.git"
+    marker = tmp_path / "ran"
+    (git_dir / "info" / "attributes").write_text("* filter=x\n")
+    _git(git_dir, "config", "filter.x.smudge", f"touch {marker}; cat")
+    done = _child(IMPORT.format(repo=REPO, version=origin.version(1)))
+    assert done.returncode != 0 and f"{git_dir}/config sets filter.x.smudge" in done.stderr, done.stderr
+    _git(git_dir, "config", "--unset", "filter.x.smudge")
+    hook = git_dir / "hooks" / "reference-transaction"
+    hook.write_text(f"#!/bin/sh\ntouch {marker}\n")
+    hook.chmod(0o755)
+    origin.commit({"pkg/helper.py": "VALUE = 3\n"}, "2024-03-04T05:06:07+01:00")
+    done = _child(IMPORT.format(repo=REPO, version=origin.version(2)))
+    assert (done.returncode, done.stdout) == (0, "3\n"), done.stderr
+    assert not marker.exists()
+
+
+HOLD = """
+import fcntl, os, sys, time
+f = open(sys.argv[1], "a" if len(sys.argv) > 2 else "r")
+fcntl.flock(f, fcntl.LOCK_EX)
+if len(sys.argv) > 2:  # says who it is, forks a child that keeps the lock, and ends
+    f.write(f"{os.getpid()} someone {os.uname().nodename} {time.time()}\\n")
+    f.flush()
+    child = os.fork()
+    if child == 0:
+        os.close(1)
+        os.close(2)
+        time.sleep(60)
+        os._exit(0)
+    print(child, flush=True)
+    os._exit(0)
+print("locked", flush=True)
+time.sleep(60)
+"""
+
+
+def test_a_lock_held_by_another_user_is_waited_for_a_bounded_time_naming_the_holder(origin, shared_dir, monkeypatch):
+    cache = shared_dir / "cache"
+    monkeypatch.setenv("I6_RC_IMPORTS_CACHE", str(cache))
+    import_(REPO, "pkg", origin.version(0))
+    lock = cache / "locks" / "example.org" / "test" / "origin.lock"
+    lock.chmod(0o644)  # others may read it: and so lock it
+    holder = subprocess.Popen(
+        ["runuser", "-u", "nobody", "--", _python_of_nobody(), "-c", textwrap.dedent(HOLD), str(lock)],
+        stdout=subprocess.PIPE,
+        text=True,
+        start_new_session=True,  # so that its Python, runuser's child, ends with it
+    )
+    try:
+        assert holder.stdout is not None and holder.stdout.readline() == "locked\n"
+        monkeypatch.setenv(LOCK_TIMEOUT_ENV, "1")
+        start = time.monotonic()
+        held_by = rf"waited 1 s for the lock {lock}, held by pid \d+ on {socket.gethostname()} since .* \(user nobody\)"
+        with pytest.raises(VersionedImportError, match=held_by):
+            import_(REPO, "pkg", origin.version(1))
+        assert time.monotonic() - start < 10
+    finally:
+        os.killpg(holder.pid, signal.SIGKILL)
+        holder.wait()
+
+
+def test_a_lock_whose_holder_has_ended_is_taken_over(origin):
+    import_(REPO, "pkg", origin.version(0))
+    lock = origin.cache / "locks" / "example.org" / "test" / "origin.lock"
+    done = subprocess.run([sys.executable, "-c", textwrap.dedent(HOLD), str(lock), "fork"], capture_output=True)
+    child = int(done.stdout)
+    try:
+        start = time.monotonic()
+        assert import_(REPO, "pkg", origin.version(1)).VALUE == 2
+        assert time.monotonic() - start < 10
+    finally:
+        os.kill(child, 9)

@@ -17,8 +17,10 @@ of a setgid directory), so that users who share a cache read, and with a group u
 
 from __future__ import annotations
 
+import contextlib
 import fcntl
 import os
+import pwd
 import secrets
 import shutil
 import socket
@@ -29,13 +31,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import ContextManager, Iterator, Optional
 
-from . import git
+from . import git, proof
 from .errors import CacheNotWritableError, VersionedImportError
 from .names import Repo, Version
 
 ENV = "I6_RC_IMPORTS_CACHE"
-#: The file in each tree that says which commit it is and when that was committed.
-STAMP = ".i6_rc_version"
+#: How long a fetch waits for the lock of its repository, in seconds (default 600).
+LOCK_TIMEOUT_ENV = "I6_RC_IMPORTS_LOCK_TIMEOUT"
 
 
 def cache_root() -> Path:
@@ -64,7 +66,7 @@ class RepoCache:
                     return found
                 commit, date = self._resolve(version)
                 version.check(self.repo, commit, date)
-                return self._extract(commit, date), commit
+                return self._verified(self._extract(commit, date), version)
         except PermissionError as e:
             raise CacheNotWritableError(
                 f"{self.repo} version {version} is not in the import cache {self.root}, which is not writable for "
@@ -81,13 +83,19 @@ class RepoCache:
             raise VersionedImportError(f"{self.repo} version {version}: the commit prefix is ambiguous: {names}")
         if not names:
             return None
-        tree = self.trees / names[0]
-        commit, date = (tree / STAMP).read_text().split()
+        return self._verified(self.trees / names[0], version)
+
+    def _verified(self, tree: Path, version: Version) -> tuple[Path, str]:
+        """``tree`` and its commit, once its files are proven to be those of ``version`` (see :mod:`.proof`)."""
+        commit, date = proof.verify(tree, f"{self.repo} version {version}")
         version.check(self.repo, commit, date)
         return tree, commit
 
     def _locked(self) -> ContextManager[bool]:
-        return locked(self.root / "locks" / self.repo.host / self.repo.owner / f"{self.repo.name}.lock")
+        timeout = float(os.environ.get(LOCK_TIMEOUT_ENV) or 600)
+        return locked(
+            self.root / "locks" / self.repo.host / self.repo.owner / f"{self.repo.name}.lock", timeout=timeout
+        )
 
     def _resolve(self, version: Version) -> tuple[str, str]:
         """(full commit, committer date YYYYMMDDHHMMSS in the commit's time zone), fetching once if unknown. A commit
@@ -96,6 +104,7 @@ class RepoCache:
         what = f"{self.repo} version {version}"
         if not self.git_dir.exists():
             self._clone(self.git_dir, "--bare", what=what)
+        git.check_config(str(self.git_dir), self.repo.url, what)
         found = self._commit(version)
         if found is None or not self._complete(found[0]):
             refs = ("+refs/heads/*:refs/heads/*", "+refs/tags/*:refs/tags/*")  # a bare clone has no fetch refspec
@@ -150,36 +159,74 @@ class RepoCache:
         partial = partial_dir(self.root / "tmp", "tree")
         try:
             what = f"{self.repo} commit {commit}"
-            git.extract(str(self.git_dir), commit, str(partial), what=what)
-            (partial / STAMP).write_text(f"{commit} {date}\n")
+            commit_object, listing = git.extract(str(self.git_dir), commit, str(partial), what=what)
+            (partial / proof.STAMP).write_text(f"{commit} {date}\n")
+            (partial / proof.COMMIT).write_bytes(commit_object)
+            (partial / proof.LISTING).write_bytes(listing)
             _seal(partial, what)
             self.trees.mkdir(parents=True, exist_ok=True)
-            into_place(partial, self.trees / commit)
+            if into_place(partial, self.trees / commit):
+                os.chmod(self.trees / commit, 0o555)  # after the rename, which a directory not writable cannot make
         finally:
-            shutil.rmtree(partial, ignore_errors=True)
+            remove(partial)
         return self.trees / commit
 
 
 @contextmanager
-def locked(lock: Path, wait: bool = True) -> Iterator[bool]:
+def locked(lock: Path, wait: bool = True, timeout: Optional[float] = None) -> Iterator[bool]:
     """Holds an exclusive lock on the file ``lock`` (made if missing) while the block runs; yields whether it holds it,
-    which only ``wait=False`` makes False (another process holds it). The kernel drops the lock of a killed process.
-    The holder writes who it is into the file (see :func:`holder`) and empties it when it lets go."""
+    which only ``wait=False`` makes False (another process holds it). The kernel drops the lock of a killed process;
+    a lock that a process which has ended still holds (through a child that inherited it) is taken over by removing
+    the file. Anyone who may read the file may lock it, so a wait ends after ``timeout`` seconds, with an error that
+    names the holder. The holder writes who it is into the file (see :func:`holder`) and empties it when it lets go."""
     lock.parent.mkdir(parents=True, exist_ok=True)
-    with open(lock, "a") as f:
+    deadline = None if timeout is None else time.monotonic() + timeout
+    while True:
+        f = open(lock, "a")
         try:
-            fcntl.flock(f, fcntl.LOCK_EX if wait else fcntl.LOCK_EX | fcntl.LOCK_NB)
+            fcntl.flock(f, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
-            yield False
-            return
+            f.close()
+            if not wait:
+                yield False
+                return
+            _wait_for(lock, deadline, timeout)
+            continue
+        with contextlib.suppress(FileNotFoundError):
+            if os.stat(lock).st_ino == os.fstat(f.fileno()).st_ino:
+                break  # not a file taken over (removed) meanwhile
+        f.close()
+    try:
+        f.truncate(0)
+        f.write(f"{os.getpid()} {_user()} {socket.gethostname()} {time.time()}\n")
+        f.flush()
+        yield True
+    finally:
+        f.truncate(0)
+        fcntl.flock(f, fcntl.LOCK_UN)
+        f.close()
+
+
+def _wait_for(lock: Path, deadline: Optional[float], timeout: Optional[float]) -> None:
+    """Waits a little for the lock's holder; takes over from one that has ended; refuses to wait past ``deadline``."""
+    who = holder(lock)
+    if who is not None and who.dead():
         try:
-            f.truncate(0)
-            f.write(f"{os.getpid()} {socket.gethostname()} {time.time()}\n")
-            f.flush()
-            yield True
-        finally:
-            f.truncate(0)
-            fcntl.flock(f, fcntl.LOCK_UN)
+            os.unlink(lock)
+        except FileNotFoundError:
+            pass
+        except PermissionError:
+            raise VersionedImportError(
+                f"the lock {lock} is held by {who}, which has ended, and this user may not remove it: ask its owner "
+                f"to remove it (a lock others cannot remove when it is left behind is no lock to share)"
+            ) from None
+        return
+    if deadline is not None and time.monotonic() > deadline:
+        raise VersionedImportError(
+            f"waited {timeout:.0f} s for the lock {lock}, held by {who or 'a process that did not say who it is'}: "
+            f"end that process if it hangs, or set ${LOCK_TIMEOUT_ENV} to wait longer"
+        )
+    time.sleep(0.05)
 
 
 @dataclass(frozen=True)
@@ -187,6 +234,7 @@ class Holder:
     """Who holds a lock, as it wrote into the lock file."""
 
     pid: int
+    user: str
     host: str
     since: float
 
@@ -196,23 +244,45 @@ class Holder:
         return self.host == socket.gethostname() and not _alive(self.pid)
 
     def __str__(self) -> str:
-        return f"pid {self.pid} on {self.host} since {time.strftime('%Y-%m-%d %H:%M:%S', time.localtime(self.since))}"
+        since = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(self.since))
+        return f"pid {self.pid} on {self.host} since {since} (user {self.user})"
 
 
 def holder(lock: Path) -> Optional[Holder]:
-    """Who holds the lock, None if nobody said so (not held, or just taken and not written yet)."""
+    """Who holds the lock: as it wrote, else (a process that locked it and said nothing) the process of this host
+    that the kernel lists as holding it, else None (not held, or held from another host)."""
     try:
-        pid, host, since = lock.read_text().split()
-        return Holder(int(pid), host, float(since))
+        pid, user, host, since = lock.read_text().split()
+        return Holder(int(pid), user, host, float(since))
     except (OSError, ValueError):
-        return None
+        pass
+    try:
+        status = lock.stat()
+        device = f"{os.major(status.st_dev):02x}:{os.minor(status.st_dev):02x}:{status.st_ino}"
+        for line in Path("/proc/locks").read_text().splitlines():
+            fields = line.split()
+            if len(fields) > 5 and fields[1] == "FLOCK" and fields[5] == device:
+                owner = os.stat(f"/proc/{fields[4]}").st_uid
+                return Holder(int(fields[4]), _user(owner), socket.gethostname(), status.st_mtime)
+    except (OSError, ValueError):
+        pass
+    return None
+
+
+def _user(uid: Optional[int] = None) -> str:
+    uid = os.getuid() if uid is None else uid
+    try:
+        return pwd.getpwuid(uid).pw_name
+    except KeyError:
+        return str(uid)
 
 
 def _seal(tree: Path, what: str) -> None:
-    """Files of a version are not to be edited in place: an edit would change what the version means. A symbolic link
-    out of the tree (absolute, or up past its root) is refused: what it reaches is no part of the version."""
+    """Files of a version are not to be edited, added or removed, not even by a group that shares the cache: files
+    become 0o444 (0o555 if executable), directories 0o555. A symbolic link out of the tree (absolute, or up past
+    its root) is refused: what it reaches is no part of the version."""
     root = os.path.realpath(tree)
-    for directory, subdirectories, files in os.walk(tree):
+    for directory, subdirectories, files in os.walk(tree, topdown=False):
         for name, is_file in [(name, False) for name in subdirectories] + [(name, True) for name in files]:
             path = os.path.join(directory, name)
             if os.path.islink(path):
@@ -220,8 +290,16 @@ def _seal(tree: Path, what: str) -> None:
                 if os.path.commonpath([root, target]) != root:
                     link = os.path.relpath(path, tree)
                     raise VersionedImportError(f"{what}: the symbolic link {link!r} points out of the repository")
-            elif is_file:
-                os.chmod(path, stat.S_IMODE(os.stat(path).st_mode) & ~0o222)
+            else:
+                os.chmod(path, 0o555 if not is_file or os.stat(path).st_mode & stat.S_IXUSR else 0o444)
+
+
+def remove(tree: Path) -> None:
+    """Removes ``tree`` if it is there, sealed or not."""
+    for directory, _, _ in os.walk(tree):
+        with contextlib.suppress(OSError):
+            os.chmod(directory, 0o700)
+    shutil.rmtree(tree, ignore_errors=True)
 
 
 def partial_dir(directory: Path, label: str) -> Path:
@@ -234,7 +312,7 @@ def partial_dir(directory: Path, label: str) -> Path:
     for entry in os.listdir(directory):
         parts = entry[len(prefix) :].split(".") if entry.startswith(prefix) else []
         if len(parts) >= 3 and ".".join(parts[:-2]) == host and parts[-2].isdigit() and not _alive(int(parts[-2])):
-            shutil.rmtree(directory / entry, ignore_errors=True)
+            remove(directory / entry)
     while True:
         partial = directory / f"{prefix}{host}.{os.getpid()}.{secrets.token_hex(4)}"
         try:
@@ -244,14 +322,16 @@ def partial_dir(directory: Path, label: str) -> Path:
         return partial
 
 
-def into_place(partial: Path, target: Path) -> None:
-    """Renames the complete ``partial`` to ``target``; keeps the one another process put there first (which the lock
-    prevents, unless the file system does not lock across hosts)."""
+def into_place(partial: Path, target: Path) -> bool:
+    """Renames the complete ``partial`` to ``target``, or keeps the one another process put there first (which the
+    lock prevents, unless the file system does not lock across hosts); returns whether it renamed."""
     try:
         os.rename(partial, target)
     except OSError:
         if not target.is_dir():
             raise
+        return False
+    return True
 
 
 def _alive(pid: int) -> bool:

@@ -40,8 +40,9 @@ _DIFF = (
 )
 #: Settings of the user's that would change the patch and that no diff option undoes.
 _DIFF_CONFIG = ("-c", "core.quotePath=true", "-c", "diff.suppressBlankEmpty=false")
-#: Bytecode Python writes into the working copy when it imports from it.
-_BYTECODE = re.compile(r"(^|/)__pycache__/|\.py[co]$")
+#: Bytecode Python writes into the working copy when another program imports from it: the import never reads it (see
+#: :mod:`.bytecode`). A ``.pyc`` elsewhere is imported where its source is missing, so it counts.
+_BYTECODE = re.compile(r"(^|/)__pycache__/")
 
 
 def dev_root(cache: Path) -> Path:

@@ -13,6 +13,8 @@ import sys
 from pathlib import Path
 from typing import Optional
 
+from . import proof
+from .bytecode import SourceLoader
 from .cache import cache_root
 from .dev import dev_root, state_name
 from .errors import VersionedImportError
@@ -51,18 +53,40 @@ class _Finder(importlib.abc.MetaPathFinder):
         # host, owner, name, version, then inside the version
         parts = fullname.removeprefix(ROOT_PACKAGE + ".").split(".")
         if len(parts) > 4:  # inside a version: Python's finder, but for files named as file_module_name says
-            return _file_spec(fullname, parts[-1], path or [])
+            found = _file_spec(fullname, parts[-1], path or []) or importlib.machinery.PathFinder.find_spec(
+                fullname, path
+            )
+            return _from_source(found, ".".join([ROOT_PACKAGE, *parts[:4]]))
         if len(parts) < 4:
             spec = importlib.machinery.ModuleSpec(fullname, None, is_package=True)
             spec.submodule_search_locations = []
             return spec
-        tree = _known.get(fullname) or _search(fullname, parts)
+        tree = _known[fullname] = _known.get(fullname) or _search(fullname, parts)
         init = tree / "__init__.py"  # a repository that is a package (returnn_common) runs its __init__.py
         if init.exists():
-            return importlib.util.spec_from_file_location(fullname, init, submodule_search_locations=[str(tree)])
+            locations = [str(tree)]
+            return _from_source(
+                importlib.util.spec_from_file_location(fullname, init, submodule_search_locations=locations), fullname
+            )
         spec = importlib.machinery.ModuleSpec(fullname, None, is_package=True)
         spec.submodule_search_locations = [str(tree)]
         return spec
+
+
+def _from_source(
+    spec: Optional[importlib.machinery.ModuleSpec], version: str
+) -> Optional[importlib.machinery.ModuleSpec]:
+    """``spec`` of a module of the version package ``version``, a source file loaded by :class:`.SourceLoader` (from
+    the source: no ``.pyc`` of the cache or the copy runs); a file of a version is checked against its listing."""
+    if spec is None or type(spec.loader) is not importlib.machinery.SourceFileLoader or spec.origin is None:
+        return spec
+    tree, expected = _known[version], None
+    if version.rpartition(".")[2].startswith("c"):
+        listing = proof.verified_listing(tree, version)
+        real = os.path.relpath(os.path.realpath(spec.origin), os.path.realpath(tree))  # through links in the tree
+        expected = listing[Path(real).as_posix()][1]
+    spec.loader = SourceLoader(spec.name, spec.origin, expected)
+    return spec
 
 
 def _file_spec(fullname: str, name: str, directories: list[str]) -> Optional[importlib.machinery.ModuleSpec]:
@@ -105,6 +129,8 @@ def _search(fullname: str, parts: list[str]) -> Path:
                     tree = base / host / owner / name / leaf
                     if tree.is_dir():
                         found.append(tree)
+    if len(found) == 1 and not development:
+        proof.verify(found[0], fullname)
     if not found and not development:
         raise VersionedImportError(_not_in_cache(root, fullname, parts))
     if len(found) != 1:

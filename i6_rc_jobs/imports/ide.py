@@ -14,9 +14,9 @@ from typing import Iterable
 
 import i6_rc_jobs
 
-from .cache import STAMP
 from .finder import ROOT_PACKAGE, package_name
 from .names import Repo
+from .proof import STAMP
 from .static import Fetched
 
 #: The file that marks a directory as made by :func:`lay_out`, which may replace what it made there before.
