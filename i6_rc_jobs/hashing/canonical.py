@@ -661,7 +661,7 @@ def code_texts(values: Iterable) -> tuple[list[str], bool]:
         elif isinstance(value, CodeWrapper) and type(value) not in (DimRef, MarkedRef):
             if isinstance(value.code, DelayedBase):
                 delayed = True
-            else:
+            elif type(value.code) is str:  # other code is refused with its path by the walk that hashes
                 codes.append(wrapper_code(value))
     return codes, delayed
 
