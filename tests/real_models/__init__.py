@@ -57,6 +57,11 @@ NAMES = [
     "transducer_fullsum_staged",
     "att_conformer_staged",
     "ctc_aligner_tts",
+    "nar_tts",
+    "ctc_conformer_staged",
+    "conformer_aed",
+    "transducer_blstm_cnn",
+    "nar_tts_repeat",
 ]
 
 

@@ -11,7 +11,7 @@ as raw dicts instead of the net dict alone.
 
 from __future__ import annotations
 
-from typing import Callable
+from typing import Callable, Sequence
 
 from tests.real_models import Stages, nn, stage
 
@@ -21,8 +21,8 @@ EPOCHS = (1, 11, 21, 31)
 RECOG_EPOCH = 150
 
 
-def build(model_def: Callable, train_def: Callable, recog_def: Callable) -> Stages:
-    """The net of each pretraining stage and of recognition (key ``"recog"``)."""
+def build(model_def: Callable, train_def: Callable, recog_def: Callable, epochs: Sequence[int] = EPOCHS) -> Stages:
+    """The net of the stage from each of ``epochs`` and of recognition (key ``"recog"``)."""
     labels = ["<s>", "<unk>"] + [f"bpe{i}" for i in range(1028)]
     vocab = nn.Vocabulary.create_vocab_from_labels(labels, bos_label=0, eos_label=0, unknown_label="<unk>")
     data = nn.Data("data", dim_tags=[nn.batch_dim, nn.SpatialDim("time"), nn.FeatureDim("audio", 40)], dtype="float32")
@@ -57,6 +57,6 @@ def build(model_def: Callable, train_def: Callable, recog_def: Callable) -> Stag
         recog_out.mark_as_default_output()
         return model
 
-    stages: Stages = {epoch: stage(lambda: train_net(epoch)) for epoch in EPOCHS}
+    stages: Stages = {epoch: stage(lambda: train_net(epoch)) for epoch in epochs}
     stages["recog"] = stage(recog_net)
     return stages
