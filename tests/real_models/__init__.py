@@ -24,7 +24,11 @@ from typing import Any, Callable, Union
 
 from returnn_common import nn
 
+from i6_core.returnn.config import ReturnnConfig
+
 from i6_rc_jobs import ReturnnCommonSerializer, rc_compat
+from i6_rc_jobs.returnn_check import construct_networks, network_in_new_graph
+from i6_rc_jobs.semantics import load_config
 from tests import rc_builders
 
 nn = rc_compat.apply(nn)
@@ -75,6 +79,31 @@ def stage(construct: Callable[[], Any]) -> rc_builders.RawDicts:
     nn.reset_default_root_name_ctx()
     root = construct()
     return rc_builders.raw_dicts(nn, root)
+
+
+def returnn_config(prolog: list, **entries: Any) -> ReturnnConfig:
+    """A TensorFlow config of returnn_common's behavior version with ``entries``, after :data:`ENLARGE_STACK` and
+    ``prolog``."""
+    config = {"use_tensorflow": True, "behavior_version": nn.min_returnn_behavior_version, **entries}
+    return ReturnnConfig(config, python_prolog=[ENLARGE_STACK, *prolog])
+
+
+def construct(config_file: str, stage: Stage, search: bool) -> list[str]:
+    """RETURNN constructs the net of ``stage`` that ``config_file`` defines, as its engine does for training (the
+    epoch's net of ``get_network``, or ``network``), or with ``search`` for recognition; the names of its layers."""
+    if not search:
+        epoch = stage if isinstance(stage, int) else 1  # a config of another stage has one network
+        return construct_networks(config_file, [epoch], quiet=True)[epoch]
+    with open(config_file) as f:
+        config = load_config(f.read())
+    with network_in_new_graph(config, config.typed_value("network"), train_flag=False, search=True) as network:
+        assert network.get_default_output_layer().output.beam is not None, "the search output has no beam"
+        return sorted(network.layers)
+
+
+def serializer_key(stage: Stage) -> str:
+    """Which of :func:`serializers` holds ``stage``."""
+    return "train" if isinstance(stage, int) else str(stage)
 
 
 def serializers(stages: Stages, hash_scheme: str = "dict") -> dict[str, ReturnnCommonSerializer]:

@@ -17,8 +17,10 @@ renames: ``LSTM.__call__``'s ``axis=`` is ``spatial_dim=`` since 9528a3c (2022-1
 and ``.speaker_embedding`` were ``nn.Linear`` on sparse labels, ``nn.Embedding`` since 1bfdf29 (2023-03-12, without
 the bias the old Linear added).
 
-Training: not on generated data: the upsampled time is declared the same as the audio time, so the durations of a
-sequence must add up to its number of audio frames, which generated data does not give.
+Training: not on generated data: a sequence needs one duration per phoneme (the durations' time is replaced by the
+phonemes') adding up to its audio frames (the upsampled time is declared the same as the audio time); generated data has
+lengths and values of its own (RETURNN fails with ``InvalidArgumentError: Input to reshape is a tensor with 10
+values, but the requested shape has 14``).
 """
 
 from __future__ import annotations
@@ -31,7 +33,7 @@ from tests.real_models import Stages, nn, stage
 
 KIND = "non-autoregressive TTS (duration model, Gaussian upsampling)"
 SOURCE = "users/rossenbach/experiments/alignment_analysis_tts/rc_networks/nar_nonatt_taco.py"
-TRAINS = "the durations of a sequence must add up to its audio frames, which generated data does not give"
+TRAINS = "generated data has neither one duration per phoneme nor durations adding up to the audio frames"
 STAGES = (1,)
 SEARCH_STAGES: tuple = ()
 

@@ -17,8 +17,10 @@ dims: with ``use_vae``, the duration predictor's in_dim ``(2*enc+speaker)+vae`` 
 ``2*enc+(speaker+vae)``; with ``use_pitch_pred``/``use_energy_pred``, the embeddings of the predictions take
 ``FeatureDim("pred_dim", 1)``, not the predictor's own ``pitch_pred`` dim of the same size.
 
-Training: not on generated data: the repeated time is declared the same as the audio time, so the durations of a
-sequence must add up to its number of audio frames, which generated data does not give.
+Training: not on generated data: a sequence needs one duration per phoneme (the durations' time is replaced by the
+phonemes') adding up to its audio frames (the repeated time is declared the same as the audio time); generated data has
+lengths and values of its own (RETURNN fails with ``InvalidArgumentError: Input to reshape is a tensor with 10
+values, but the requested shape has 14``).
 """
 
 from returnn_common import nn
@@ -28,7 +30,7 @@ from tests.real_models import Stages, stage
 
 KIND = "non-autoregressive TTS (duration model, nn.repeat)"
 SOURCE = "users/hilmes/experiments/librispeech/nar_tts_2022/networks/tts_model.py"
-TRAINS = "the durations of a sequence must add up to its audio frames, which generated data does not give"
+TRAINS = "generated data has neither one duration per phoneme nor durations adding up to the audio frames"
 STAGES = (1,)
 SEARCH_STAGES: tuple = ()
 

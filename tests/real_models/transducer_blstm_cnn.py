@@ -1,6 +1,6 @@
 """
 Transducer, the starting point of its series: a BLSTM + CNN encoder with its own SpecAugment
-(``BlstmCnnSpecAugEncoder``), a label-sync LSTM prediction net, the full-sum transducer loss (RETURNN's warp-rna op);
+(``BlstmCnnSpecAugEncoder``), a label-sync LSTM prediction net, the full-sum transducer loss;
 its encoder grows by a layer every two epochs from 2 to 6 (of its stages, those from epochs 1, 5 and 9) and its time-sync
 beam search (``nn.Loop`` over the downsampled time, ``nn.choice(search=True)``). The targets are BPE labels with a
 vocabulary on their sparse dim.
@@ -17,8 +17,7 @@ was their sparse dim). returnn_common's API rename: ``DecoderLabelSync.embed`` w
 on the sparse labels; since returnn_common 1bfdf29 (2023-03-12, "Embedding separate from Linear") that is
 ``nn.Embedding(in_dim, embed_dim)`` (without the bias the old Linear added).
 
-Training: not possible here: the full-sum loss compiles RETURNN's warp-rna op, whose source is a git submodule
-(``returnn/extern/WarpRna/warp-rna``) that the RETURNN checkout lacks.
+Training: a step on generated data.
 """
 
 from __future__ import annotations
@@ -33,7 +32,8 @@ from tests.real_models import Stages, zeyer_setup
 
 KIND = "transducer, encoder growing over epochs (BLSTM-CNN, full-sum loss, time-sync beam search)"
 SOURCE = "users/zeyer/experiments/exp2022_07_21_transducer/exp_fs_base/start.py"
-TRAINS = "its full-sum loss compiles RETURNN's warp-rna op, a git submodule the RETURNN checkout lacks"
+TRAINS = None
+SEQ_LENS = {"data": (80, 100), "classes": (3, 5)}
 EPOCHS = (1, 5, 9)
 STAGES = EPOCHS + ("recog",)
 SEARCH_STAGES = ("recog",)

@@ -1,6 +1,6 @@
 """
 Transducer, staged: a BLSTM (time reduction 6) + Conformer encoder, a label-sync LSTM prediction net, the full-sum
-transducer loss (``nn.transducer_time_sync_full_sum_neg_log_prob``, RETURNN's warp-rna op) and CTC losses after
+transducer loss (``nn.transducer_time_sync_full_sum_neg_log_prob``) and CTC losses after
 layers 4 and 8; four stages of pretraining (2, 4, 8, 12 encoder layers, growing dims) and its time-sync beam search
 (``nn.Loop`` over the downsampled time, ``nn.choice(search=True)``). The targets are BPE labels with a vocabulary on
 their sparse dim (``_get_bos_idx`` reads it; the search output gets a vocabulary with ``<blank>``).
@@ -18,8 +18,7 @@ was their sparse dim). returnn_common's API rename: ``DecoderLabelSync.embed``
 was ``nn.Linear(in_dim, embed_dim)`` on the sparse labels; since returnn_common 1bfdf29 (2023-03-12, "Embedding
 separate from Linear") that is ``nn.Embedding(in_dim, embed_dim)`` (without the bias the old Linear added).
 
-Training: not possible here: the full-sum loss compiles RETURNN's warp-rna op, whose source is a git submodule
-(``returnn/extern/WarpRna/warp-rna``) that the RETURNN checkout lacks.
+Training: a step on generated data.
 """
 
 from __future__ import annotations
@@ -37,7 +36,8 @@ SOURCE = (
     "users/zeyer/experiments/exp2022_07_21_transducer/exp_fs_base/"
     "conformer_pre10_d384_h6_blstmf2_specaug_attdrop01_posdrop01_aux48ff.py"
 )
-TRAINS = "its full-sum loss compiles RETURNN's warp-rna op, a git submodule the RETURNN checkout lacks"
+TRAINS = None
+SEQ_LENS = {"data": (80, 100), "classes": (3, 5)}
 STAGES = zeyer_setup.EPOCHS + ("recog",)
 SEARCH_STAGES = ("recog",)
 
