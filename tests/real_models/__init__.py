@@ -85,7 +85,7 @@ def returnn_config(prolog: list, **entries: Any) -> ReturnnConfig:
     """A TensorFlow config of returnn_common's behavior version with ``entries``, after :data:`ENLARGE_STACK` and
     ``prolog``."""
     config = {"use_tensorflow": True, "behavior_version": nn.min_returnn_behavior_version, **entries}
-    return ReturnnConfig(config, python_prolog=[ENLARGE_STACK, *prolog])
+    return ReturnnConfig(config, python_prolog=[ENLARGE_STACK, *prolog], black_formatting=False)
 
 
 def construct(config_file: str, stage: Stage, search: bool) -> list[str]:

@@ -93,7 +93,8 @@ class LogMelFeatureExtractor(nn.Module):
         return abs, log10, time_dim
 
 
-# users/rossenbach/experiments/librispeech/librispeech_100_attention/rc_conformer_2023/rc_networks/conformer_aed_trial.py
+# users/rossenbach/experiments/librispeech/librispeech_100_attention/rc_conformer_2023/rc_networks/
+# conformer_aed_trial.py
 
 
 class Conv6Subsampling(nn.Module):

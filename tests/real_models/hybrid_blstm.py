@@ -9,8 +9,8 @@ Source (rwth-i6/i6_experiments at commit 6b0591b10c1b5a4c40d51d3590b6c7bb7341dda
   extern data given to ``construct_hybrid_network``, in :func:`build`.
 
 Changes: returnn_common's API rename ``Tensor.shape`` -> ``Tensor.dims_set`` (94292c2, 2023-02-26, "prepare for
-Tensor merge") in ``HybridHMM.__call__``. The config's sizes are scaled down for the tests' runtime (``num_layers`` 8 -> 2,
-``size`` 1024 -> 64); 50 input features and 12001 CART states as in the setup.
+Tensor merge") in ``HybridHMM.__call__``. The config's sizes are scaled down for the tests' runtime (``num_layers``
+8 -> 2, ``size`` 1024 -> 64); 50 input features and 12001 CART states as in the setup.
 
 Training: a step on generated data.
 """

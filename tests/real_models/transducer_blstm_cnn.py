@@ -1,7 +1,7 @@
 """
 Transducer, the starting point of its series: a BLSTM + CNN encoder with its own SpecAugment
-(``BlstmCnnSpecAugEncoder``), a label-sync LSTM prediction net, the full-sum transducer loss;
-its encoder grows by a layer every two epochs from 2 to 6 (of its stages, those from epochs 1, 5 and 9) and its time-sync
+(``BlstmCnnSpecAugEncoder``), a label-sync LSTM prediction net, the full-sum transducer loss; its encoder grows by a
+layer every two epochs from 2 to 6 (of its stages, the tests build those from epochs 1, 5 and 9) and its time-sync
 beam search (``nn.Loop`` over the downsampled time, ``nn.choice(search=True)``). The targets are BPE labels with a
 vocabulary on their sparse dim.
 
