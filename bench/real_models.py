@@ -20,6 +20,7 @@ os.environ["TF_CPP_MIN_LOG_LEVEL"] = "3"
 
 import contextlib  # noqa: E402
 import io  # noqa: E402
+import re  # noqa: E402
 import tempfile  # noqa: E402
 from typing import Callable, Optional  # noqa: E402
 
@@ -31,8 +32,8 @@ from tests import real_models  # noqa: E402
 
 
 def _one_line(error: BaseException) -> str:
-    """The error in one line, at most 160 characters."""
-    text = " ".join(f"{type(error).__name__}: {error}".split())
+    """The error in one line, at most 160 characters, without the temporary directory of the config."""
+    text = re.sub(r"\S*/returnn\.config", "returnn.config", " ".join(f"{type(error).__name__}: {error}".split()))
     return text if len(text) <= 160 else text[:157] + "..."
 
 
