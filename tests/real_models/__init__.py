@@ -5,14 +5,14 @@ per model; each module's docstring names its source paths and lists every change
 Every module exposes ``KIND`` (what the model is), ``SOURCE`` (its main source path), ``TRAINS`` (None if a step of
 training on generated data is possible, else why not), ``SEQ_LENS`` (the ``seq_lens`` of RETURNN's
 ``DummyGenericDataset`` for that step, if it trains), ``STAGES`` (what ``build()`` returns, see below),
-``SEARCH_STAGES`` (the stages built for recognition, with
-``nn.choice(search=True)``) and ``build() -> Stages``: per stage (an epoch from which the net is used, or ``"recog"``)
-the raw ``(extern_data, network)`` dicts of returnn_common with the real RETURNN ``Dim`` objects. Each stage is built
-from a fresh ``nn.reset_default_root_name_ctx()``; the extern data dims are made once per ``build()`` and shared by
-all stages, as the dims of a config's ``extern_data`` are shared by the nets its ``get_network(epoch)`` builds.
+``SEARCH_STAGES`` (the stages built for recognition, with ``nn.choice(search=True)``) and ``build() -> Stages``: per
+stage (an epoch from which the net is used, ``"recog"`` or ``"align"``) the raw ``(extern_data, network)`` dicts of
+returnn_common with the real RETURNN ``Dim`` objects. Each stage is built from a fresh
+``nn.reset_default_root_name_ctx()``; the extern data dims are made once per ``build()`` and shared by all stages, as
+the dims of a config's ``extern_data`` are shared by the nets its ``get_network(epoch)`` builds.
 
-The researchers' code is formatted with black (line length 120), as this repository's style requires; that changes
-no token.
+The researchers' code is formatted with black (line length 120), as this repository's style requires: only quotes,
+trailing commas and line breaks change.
 """
 
 from __future__ import annotations
@@ -32,9 +32,6 @@ from i6_rc_jobs.semantics import load_config
 from tests import rc_builders
 
 nn = rc_compat.apply(nn)
-
-#: The i6_experiments commit every model is copied from.
-COMMIT = "6b0591b10c1b5a4c40d51d3590b6c7bb7341ddab"
 
 #: What the configs of these models start with in the researchers' setups (i6_experiments ``common/setups/
 #: serialization.py``, ``PythonEnlargeStackWorkaroundNonhashedCode``): RETURNN constructs a layer's inputs recursively,
