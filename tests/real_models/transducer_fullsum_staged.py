@@ -18,7 +18,8 @@ was their sparse dim). returnn_common's API rename: ``DecoderLabelSync.embed``
 was ``nn.Linear(in_dim, embed_dim)`` on the sparse labels; since returnn_common 1bfdf29 (2023-03-12, "Embedding
 separate from Linear") that is ``nn.Embedding(in_dim, embed_dim)`` (without the bias the old Linear added).
 
-Training: a step on generated data.
+Training: a step on generated data; the full-sum loss compiles RETURNN's warp-rna op from RETURNN's git submodule
+``returnn/extern/WarpRna/warp-rna`` (a RETURNN checkout without its submodules fails there).
 """
 
 from __future__ import annotations
