@@ -1,9 +1,9 @@
 """
 Attention encoder-decoder, staged: a BLSTM (time reduction 6) + Conformer encoder, an LSTM decoder with MLP attention
 and weight feedback stepping in an ``nn.Loop`` over the targets (teacher forcing, CE loss), CTC losses after layers 4
-and 8; four stages of pretraining (2, 4, 8, 12 encoder layers, growing dims; the tests build those from epochs 1 and
-21) and its beam search (an ``nn.Loop`` without length that ends on EOS, ``nn.choice(search=True)``). The targets
-are BPE labels with a vocabulary on their sparse dim (``_get_bos_idx`` and ``_get_eos_idx`` read it).
+and 8; four stages of pretraining (2, 4, 8, 12 encoder layers, growing dims; the tests build the first two) and its beam
+search (an ``nn.Loop`` without length that ends on EOS, ``nn.choice(search=True)``). The targets are BPE labels with a
+vocabulary on their sparse dim (``_get_bos_idx`` and ``_get_eos_idx`` read it).
 
 Source (rwth-i6/i6_experiments at commit 6b0591b10c1b5a4c40d51d3590b6c7bb7341ddab):
 - ``users/zeyer/experiments/exp2022_07_21_transducer/exp_fs_base/
@@ -36,9 +36,7 @@ SOURCE = (
 )
 TRAINS = None
 SEQ_LENS = {"data": (80, 100), "classes": (3, 5)}
-#: Of its four pretraining stages (2, 4, 8, 12 layers), two, for the tests' runtime.
-EPOCHS = (1, 21)
-STAGES = EPOCHS + ("recog",)
+STAGES = zeyer_setup.EPOCHS + ("recog",)
 SEARCH_STAGES = ("recog",)
 
 aux_loss_layers = [4, 8]
@@ -357,5 +355,5 @@ model_recog.batch_size_dependent = False
 
 
 def build() -> Stages:
-    """The net of the pretraining stages from epochs 1 and 21 (2 and 8 encoder layers) and of recognition."""
-    return zeyer_setup.build(from_scratch_model_def, from_scratch_training, model_recog, epochs=EPOCHS)
+    """The nets of tests.real_models.zeyer_setup's stages and of recognition."""
+    return zeyer_setup.build(from_scratch_model_def, from_scratch_training, model_recog)

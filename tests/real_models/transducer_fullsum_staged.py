@@ -1,7 +1,7 @@
 """
 Transducer, staged: a BLSTM (time reduction 6) + Conformer encoder, a label-sync LSTM prediction net, the full-sum
-transducer loss (``nn.transducer_time_sync_full_sum_neg_log_prob``) and CTC losses after
-layers 4 and 8; four stages of pretraining (2, 4, 8, 12 encoder layers, growing dims) and its time-sync beam search
+transducer loss (``nn.transducer_time_sync_full_sum_neg_log_prob``) and CTC losses after layers 4 and 8; four stages of
+pretraining (2, 4, 8, 12 encoder layers, growing dims; the tests build the first two) and its time-sync beam search
 (``nn.Loop`` over the downsampled time, ``nn.choice(search=True)``). The targets are BPE labels with a vocabulary on
 their sparse dim (``_get_bos_idx`` reads it; the search output gets a vocabulary with ``<blank>``).
 
@@ -441,5 +441,5 @@ model_recog.batch_size_dependent = False
 
 
 def build() -> Stages:
-    """The net of each pretraining stage (from epochs 1, 11, 21, 31) and of recognition."""
+    """The nets of tests.real_models.zeyer_setup's stages and of recognition."""
     return zeyer_setup.build(from_scratch_model_def, from_scratch_training, model_recog)
