@@ -32,8 +32,10 @@ returnn_common built with the RETURNN of its time.
    halves are ``2*model//2``, a dim of its own, and every Conformer failed
    (``get_axis_from_description(Dim{F'model'(64)}) not found``). ``2 * a`` divided by 2 on its left is still ``a``;
    RETURNN's own ``rf.gating`` (c1550d2b2, 2023-04-18) splits into ``axis.div_left(2)``, and now so does ``nn.gating``:
-   the net dict is again the one returnn_common built before that RETURNN change. Before 3834ae4 (2022-06-12),
-   returnn_common wrapped ``gating`` in ``nn.scoped`` (a subnetwork per call); the new one is wrapped alike.
+   the net dict is again the one returnn_common built before that RETURNN change. A GLU over ``model * 2`` (the
+   factor on the right, as in some researchers' LConv blocks) is split into ``axis // 2``, which is still ``model``.
+   Before 3834ae4 (2022-06-12), returnn_common wrapped ``gating`` in ``nn.scoped`` (a subnetwork per call); the new
+   one is wrapped alike.
 4. ``nn.get_dim_deps`` (used by ``nn.constant``, ``nn.zeros``, ``nn.random``, ...) from c293121 (2022-08-23) until
    2b06200 (2023-02-25) checks ``dim.generic or dim.special``; RETURNN dd4b0fd7e (2023-02-24, "Tensor abstraction")
    removed ``Dim.generic`` with the generic dims it marked, so every such call failed (``AttributeError: 'Dim' object
@@ -190,8 +192,19 @@ def _fix_layer_state(nn: types.ModuleType) -> None:
     nn.LayerState.__init__ = init_layer_state
 
 
+def _half(axis: Any) -> Any:
+    """The halves of ``axis`` that returnn_common's ``axis // 2`` gave with the RETURNN of its time, which made both
+    ``2 * a`` and ``a * 2`` divided by 2 ``a``: today ``a * 2`` divided on the right is ``a``, ``2 * a`` divided on the
+    left (fix 3); any other dim is divided on the left, as RETURNN's ``rf.gating`` does."""
+    op = axis.derived_from_op
+    factor = op.inputs[-1] if op is not None and op.kind == "mul" and len(op.inputs) == 2 else None
+    if factor is not None and factor.is_constant_static_dim() and factor.dimension == 2:
+        return axis // 2
+    return axis.div_left(2)
+
+
 def _fix_gating(nn: types.ModuleType) -> None:
-    """Fix 3 (see the module): ``nn.gating`` with the halves of ``axis.div_left(2)``, as RETURNN's ``rf.gating``."""
+    """Fix 3 (see the module): ``nn.gating`` with the halves of :func:`_half`."""
     original = _scoped_function(nn, nn.gating)
     defaults = inspect.signature(original).parameters
 
@@ -205,7 +218,7 @@ def _fix_gating(nn: types.ModuleType) -> None:
     ) -> Any:
         if axis is None:
             axis = x.feature_dim
-        a, b = nn.split(x, axis=axis, out_dims=[axis.div_left(2)] * 2)
+        a, b = nn.split(x, axis=axis, out_dims=[_half(axis)] * 2)
         return act_func(a) * gate_func(b)
 
     # typeshed's ModuleType knows no attributes set on a module (that works at runtime)

@@ -196,16 +196,12 @@ def construct_networks_from_config(
 
 @contextlib.contextmanager
 def network_in_new_graph(
-    config: Config,
-    net_dict: dict[str, Any],
-    *,
-    train_flag: Union[bool, str],
-    rnd_seed: int = 1,
-    search_flag: bool = False,
+    config: Config, net_dict: dict[str, Any], *, train_flag: Union[bool, str], rnd_seed: int = 1, search: bool = False
 ) -> Iterator[TFNetwork]:
     """
-    Constructs ``net_dict`` in a fresh TF graph, as ``returnn.tf.engine.Engine._init_network`` does (eval flag on;
-    search flag off, or on as for recognition with beam search), with the config's behavior version. While the caller's ``with`` block runs, that graph is the
+    Constructs ``net_dict`` in a fresh TF graph, as ``returnn.tf.engine.Engine._init_network`` does (eval flag on,
+    search flag off; ``search``: search flag on and eval flag off, as RETURNN's engine builds a net for recognition),
+    with the config's behavior version. While the caller's ``with`` block runs, that graph is the
     default graph and ``config`` the global config, so the caller can run the network in a session.
     ``train_flag="dynamic"``: RETURNN's global train flag placeholder, as its engine trains (feed it True or False).
     """
@@ -233,8 +229,8 @@ def network_in_new_graph(
                 extern_data=extern_data,
                 rnd_seed=rnd_seed,
                 train_flag=train_flag,
-                eval_flag=True,
-                search_flag=search_flag,
+                eval_flag=not search,
+                search_flag=search,
             )
             network.construct_from_dict(net_dict)
             yield network

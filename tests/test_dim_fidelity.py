@@ -299,7 +299,7 @@ def test_returnn_searches_the_written_loop_over_a_pooled_axis():
 
     extern_data, network = rc_models.pooled_search()
     config = load_config(ReturnnCommonSerializer(extern_data=extern_data, network=network).get())
-    with network_in_new_graph(config, config.typed_dict["network"], train_flag=False, search_flag=True) as net:
+    with network_in_new_graph(config, config.typed_dict["network"], train_flag=False, search=True) as net:
         assert net.get_layer("output").output.beam is not None
 
 

@@ -123,6 +123,28 @@ def test_conformer_builds():
     assert "output" in rc_models.construct(extern_data, network)[1]
 
 
+def test_gating_of_a_dim_doubled_on_the_right_gives_its_half():
+    """A GLU over ``model * 2`` (the factor on the right, as researchers' LConv blocks make it): the halves are
+    ``model``, as returnn_common's ``axis // 2`` gave before RETURNN 91d31d240, so a Linear on ``model`` takes the
+    GLU's output and RETURNN constructs it."""
+    x, time_dim = _input()
+    model_dim = nn.FeatureDim("model", 6)
+
+    class Glu(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.glu = nn.Linear(x.feature_dim, model_dim * 2)
+            self.out = nn.Linear(model_dim, nn.FeatureDim("out", 3))
+
+        def __call__(self, source: nn.Tensor) -> nn.Tensor:
+            return self.out(nn.gating(self.glu(source)))
+
+    net = Glu()
+    extern_data, network = _raw_dicts(net, net(x))
+    assert network["gating"]["subnetwork"]["split"]["out_dims"] == [model_dim, model_dim]
+    assert "output" in rc_models.construct(extern_data, network)[1]
+
+
 def _run_with_version(version: str, body: str) -> None:
     """Runs ``body`` in a process of its own (one returnn_common per process, as returnn_common's own tests), with
     ``nn`` the package of returnn_common at ``version`` (a versioned import) made to build by ``rc_compat.apply``

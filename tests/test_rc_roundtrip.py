@@ -11,7 +11,7 @@ from i6_core.returnn.config import ReturnnConfig
 from i6_rc_jobs import ReturnnCommonSerializer, SerializationError
 from i6_rc_jobs.returnn_check import construct_networks
 from i6_rc_jobs.serialization.config_file import write_config_file
-from tests import rc_models
+from tests import rc_builders, rc_models
 from tests.support.dims import DimMap, assert_equal_up_to_dims
 from tests.support.walk import distinct, leaves
 
@@ -102,3 +102,27 @@ def test_from_returnn_common_takes_the_current_name_context():
     assert out_dim in serializer.network["output"]["out_shape"]
     with pytest.raises(SerializationError, match=r"^from_returnn_common: 'not a model' .* is not a returnn_common"):
         ReturnnCommonSerializer.from_returnn_common("not a model")
+
+
+def test_written_search_net_constructs_for_recognition():
+    """A returnn_common loop with ``nn.choice(search=True)``, written by the serializer: RETURNN constructs it with the
+    search flag (``network_in_new_graph(search=True)``), with the beam on its output."""
+    from returnn_common import nn
+
+    from i6_rc_jobs.returnn_check import network_in_new_graph
+    from i6_rc_jobs.semantics import load_config
+
+    nn.reset_default_root_name_ctx()
+    time_dim, in_dim, classes_dim = nn.SpatialDim("time"), nn.FeatureDim("in", 4), nn.FeatureDim("classes", 5)
+    data = nn.get_extern_data(nn.Data("data", dim_tags=[nn.batch_dim, time_dim, in_dim]))
+    model = nn.Linear(in_dim, classes_dim)
+    loop = nn.Loop(axis=time_dim)
+    with loop:
+        log_probs = nn.log_softmax(model(loop.unstack(data)), axis=classes_dim)
+        choice = nn.choice(log_probs, input_type="log_prob", target=None, search=True, beam_size=3)
+        out = loop.stack(choice)
+    out.mark_as_default_output()
+    config = load_config(_serializer(*rc_builders.raw_dicts(nn, model)).get())
+    with network_in_new_graph(config, config.typed_value("network"), train_flag=False, search=True) as network:
+        assert (network.search_flag, network.eval_flag) == (True, False)  # as RETURNN's engine for recognition
+        assert network.get_default_output_layer().output.beam.beam_size == 3
