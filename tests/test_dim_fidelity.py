@@ -336,6 +336,29 @@ def test_a_copy_with_its_base_s_derivation_hashes_apart_from_one_without_and_eac
         assert_equal_up_to_dims(network, loaded, DimMap())
 
 
+def _window_copy(auto_generated: bool) -> dict:
+    window = Dim(3, description="conv:window", kind=Dim.Types.Spatial, auto_generated=True)
+    copy = window.copy()  # Dim.copy: not auto-generated
+    if auto_generated:  # what RETURNN's declare_same_as gives the copy: its base's auto_generated
+        copy = Dim(3, description="conv:window", kind=Dim.Types.Spatial, auto_generated=True)
+        copy.same_as = window
+    return {"a": {"axis": copy, "in": window}}
+
+
+def test_an_auto_generated_copy_hashes_apart_from_one_that_is_not_and_each_loads_as_it_was():
+    """RETURNN finds two auto-generated dims equal by their descriptions (``Dim.is_equal``), so a copy's own
+    auto_generated is written (``Dim.copy`` would drop it) and hashed."""
+    auto, plain = _window_copy(True), _window_copy(False)
+    assert _hash(auto) != _hash(plain)
+    for network, auto_generated in ((auto, True), (plain, False)):
+        loaded = load(ReturnnCommonSerializer(network=network).get())["network"]
+        assert loaded["a"]["axis"].auto_generated is auto_generated
+        assert loaded["a"]["axis"].get_same_base() is loaded["a"]["in"]
+        other = Dim(3, description="conv:window", kind=Dim.Types.Spatial, auto_generated=True)
+        assert loaded["a"]["axis"].is_equal(other) is auto_generated is network["a"]["axis"].is_equal(other)
+        assert_equal_up_to_dims(network, loaded, DimMap())
+
+
 def test_a_copy_derived_otherwise_than_its_base_is_refused_with_its_path():
     time = _time()
     copy = time.ceildiv_right(2).copy(description="pooled")

@@ -193,9 +193,12 @@ class Canonicalizer:
         copy per base, kind, match_priority and keeps_op (descriptions are cosmetic; the written code keeps them for
         axis strings)."""
         base = ref.copy_of
-        if base is None or (ref.description is not None and self._readings and self._readings.extras(ref)):
+        if base is None or ref.auto_generated:  # auto-generated: matched by its description, hashed as it is
             return ref
-        if ref.kind == base.kind and ref.match_priority == base.match_priority and (ref.keeps_op or base.op is None):
+        if ref.description is not None and self._readings and self._readings.extras(ref):
+            return ref
+        alike = ref.kind == base.kind and ref.match_priority == base.match_priority and not base.auto_generated
+        if alike and (ref.keeps_op or base.op is None):
             return base
         key = (id(base), ref.kind, ref.match_priority, ref.keeps_op)
         alias = self._copy_aliases.get(key)
@@ -435,7 +438,10 @@ class Canonicalizer:
         if ref.vocab is not None:  # by its options, a vocab file by its path
             extras += f" vocab={literal_code(ref.vocab)}"
         if ref.auto_generated:  # RETURNN finds two auto-generated dims equal if their descriptions are
-            extras += f" description={ref.description!r}"
+            description = (
+                ref.description if ref.copy_of is None else ref.description or ref.copy_of.written_description()
+            )
+            extras += f" description={description!r}"
         if self._readings is not None:
             extras += self._readings.extras(ref)
         if id(ref) in self._unhashed:

@@ -123,7 +123,7 @@ class DimCapture:
         self._refs: dict[int, DimRef] = {}
         self._alive: list[Any] = []  # keeps ids unique while the maps live (Dims, and adopted DimRefs)
         self._marked: dict[tuple[str, int], MarkedRef] = {}
-        self._copies: dict[tuple[int, Optional[str], int, Optional[str], bool], DimRef] = {}
+        self._copies: dict[tuple[int, Optional[str], int, Optional[str], bool, bool], DimRef] = {}
         self._names = NameAllocator()
         self._seen: dict[int, int] = {}  # id(DimRef) -> when it was first met
         self._adopted: dict[int, DimRef] = {}  # id(DimRef of other dicts) -> this serializer's copy
@@ -274,9 +274,9 @@ class DimCapture:
             own = dim.description if dim.description and dim.description != base.description else None
             keeps_op = self._keeps_op(dim, base)
             alike = kind == base_ref.kind and dim.match_priority == base_ref.match_priority and own is None
-            if alike and (keeps_op or base_ref.op is None):
+            if alike and dim.auto_generated == base_ref.auto_generated and (keeps_op or base_ref.op is None):
                 return base_ref
-            return self._copy(base_ref, kind, dim.match_priority, own, keeps_op)
+            return self._copy(base_ref, kind, dim.match_priority, own, keeps_op, dim.auto_generated)
         # A capacity RETURNN derived (through an op or bounded_by) and memoized is not the dim's own.
         capacity = None if dim.capacity == dim.dimension or dim in derived_capacity_memoized_dims else dim.capacity
         op = dim.derived_from_op
@@ -336,16 +336,20 @@ class DimCapture:
         match_priority: int,
         description: Optional[str] = None,
         keeps_op: bool = False,
+        auto_generated: bool = False,
     ) -> DimRef:
-        """``base.copy(kind=..., match_priority=..., description=...)``, keeping the base's derivation or not;
-        copies alike are equal to each other, too: one variable. Its origin follows from its base's."""
-        key = (id(base), kind, match_priority, description, keeps_op)
+        """``base.copy(kind=..., match_priority=..., description=...)``, keeping the base's derivation or not,
+        auto-generated or not (RETURNN matches two auto-generated dims by their descriptions); copies alike are
+        equal to each other, too: one variable. Its origin follows from its base's."""
+        key = (id(base), kind, match_priority, description, keeps_op, auto_generated)
         if key not in self._copies:
             origin = None if base.origin is None else f"{base.origin} copy {kind} {match_priority}"
             if origin is not None and description is not None:
                 origin += f" {description!r}"
             if origin is not None and keeps_op:
                 origin += " keeps_op"
+            if origin is not None and auto_generated:
+                origin += " auto_generated"
             ref = DimRef(
                 "pending_dim",
                 kind=kind,
@@ -354,6 +358,7 @@ class DimCapture:
                 description=description,
                 origin=origin,
                 keeps_op=keeps_op,
+                auto_generated=auto_generated,
             )
             self._copies[key] = self._unified(ref, description or base.name)
         return self._copies[key]

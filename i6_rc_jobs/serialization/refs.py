@@ -57,7 +57,7 @@ DIM_SUFFIX = "_dim"
 #: Fields the written code of a derived dim (``a + b``) or a copy (``base.copy(...)``) does not carry, which must
 #: stay at their defaults there: RETURNN gives such a dim what its op or base gives it, whatever the DimRef says.
 _NOT_WRITTEN_DERIVED = ("_kind", "_size", "match_priority", "auto_generated", "special", "capacity", "undefined")
-_NOT_WRITTEN_COPY = ("_size", "auto_generated", "special", "capacity", "undefined")
+_NOT_WRITTEN_COPY = ("_size", "special", "capacity", "undefined")
 _NOT_WRITTEN_REFS = ("bounded_by", "derived_from_tag", "vocab")
 #: What may sit in a vocab's options (:mod:`.vocab`), written by :func:`literal_code`.
 _LITERAL_TYPES = (str, int, bool, type(None))
@@ -371,8 +371,11 @@ class DimRef(CodeWrapper):
     def copied_as_plain(self) -> bool:
         """Whether this copy is written as a plain ``Dim(...)`` made a copy by a second line (:meth:`lines`): a copy
         of unspecified kind of a base with one, which ``base.copy(kind=None)`` is not (RETURNN keeps the base's
-        kind for ``None``), and a copy that keeps its base's derivation, which ``Dim.copy`` drops."""
-        return self.copy_of is not None and (self.keeps_op or (self.kind is None and self.copy_of.kind is not None))
+        kind for ``None``), a copy that keeps its base's derivation, and an auto-generated copy (as
+        ``declare_same_as`` makes them), both of which ``Dim.copy`` drops."""
+        if self.copy_of is None:
+            return False
+        return self.keeps_op or self.auto_generated or (self.kind is None and self.copy_of.kind is not None)
 
     def lines(self) -> list[str]:
         """The prolog lines that define this dim (none for the imported globals)."""

@@ -25,6 +25,7 @@ def representative(dim: Dim) -> Dim:
     base = dim.get_same_base()
     same = base.kind == dim.kind and base.match_priority == dim.match_priority and own_description(dim) is None
     same = same and (base.derived_from_op is None or dim.derived_from_op is not None)
+    same = same and base.auto_generated == dim.auto_generated
     if base is not dim and same:
         return representative(base)
     return dim
@@ -47,6 +48,7 @@ class DimMap:
         if base is not orig:  # copies of one base with one kind, match_priority and derivation are one dim, too
             keeps_op = orig.derived_from_op is not None
             key = (id(representative(base)), orig.kind, orig.match_priority, own_description(orig), keeps_op)
+            key += (orig.auto_generated,)
             orig = self._copies.setdefault(key, orig)
         known = self.forward.get(id(orig))
         if known is not None:
