@@ -11,6 +11,7 @@ as raw dicts instead of the net dict alone.
 
 from __future__ import annotations
 
+import functools
 from typing import Callable, Sequence
 
 from tests.real_models import Stages, nn, stage
@@ -59,6 +60,6 @@ def build(model_def: Callable, train_def: Callable, recog_def: Callable, epochs:
         recog_out.mark_as_default_output()
         return model
 
-    stages: Stages = {epoch: stage(lambda: train_net(epoch)) for epoch in epochs}
+    stages: Stages = {epoch: stage(functools.partial(train_net, epoch)) for epoch in epochs}
     stages["recog"] = stage(recog_net)
     return stages
