@@ -359,6 +359,44 @@ def test_an_auto_generated_copy_hashes_apart_from_one_that_is_not_and_each_loads
         assert_equal_up_to_dims(network, loaded, DimMap())
 
 
+def _window_sum(own_op: bool) -> dict:
+    """A copy of ``time + w // 2`` whose derivation is over another window dim of the same size (returnn_common makes
+    a new window dim per call and computes a copy's dim math again), or its base's."""
+    time, window, other_window = _time(), Dim(5, description="win"), Dim(5, description="win")
+    base = time + window // 2
+    op = (time + other_window // 2).derived_from_op if own_op else base.derived_from_op
+    copy = Dim(None, description="padded", kind=Dim.Types.Spatial, derived_from_op=op)
+    copy.same_as = base
+    return {"a": {"axis": copy, "in": time, "windows": [window, other_window]}}
+
+
+def test_a_copy_with_a_derivation_of_its_own_loads_with_it_and_hashes_apart_from_one_with_its_base_s():
+    own, base_s = _window_sum(True), _window_sum(False)
+    assert _hash(own) != _hash(base_s)
+    for network, own_op in ((own, True), (base_s, False)):
+        loaded = load(ReturnnCommonSerializer(network=network).get())["network"]["a"]
+        window_of_op = loaded["axis"].derived_from_op.inputs[1].derived_from_op.inputs[0]
+        assert window_of_op is loaded["windows"][1 if own_op else 0]
+        assert_equal_up_to_dims(network, {"a": loaded}, DimMap())
+
+
+def test_a_derived_dim_with_a_vocab_loads_with_it_and_hashes_by_it():
+    """``declare_same_as`` puts a vocab on a derived dim (returnn_common's ``bpe + 1`` with blank)."""
+
+    def network(labels: list[str]) -> dict:
+        bpe = Dim(5, description="bpe", kind=Dim.Types.Feature)
+        with_blank = bpe + 1
+        with_blank.vocab = Dim(None, vocab={"vocab_file": None, "labels": labels, "unknown_label": None}).vocab
+        return {"a": {"out_dim": with_blank, "in": bpe}}
+
+    labels = ["a", "b", "c", "d", "e", "<blank>"]
+    original = network(labels)
+    loaded = load(ReturnnCommonSerializer(network=original).get())["network"]
+    assert loaded["a"]["out_dim"].vocab.labels == labels and loaded["a"]["out_dim"].derived_from_op is not None
+    assert_equal_up_to_dims(original, loaded, DimMap())
+    assert _hash(original) == _hash(network(labels)) != _hash(network(labels[:5] + ["<b>"]))
+
+
 def test_a_copy_derived_otherwise_than_its_base_is_refused_with_its_path():
     time = _time()
     copy = time.ceildiv_right(2).copy(description="pooled")

@@ -193,8 +193,8 @@ class Canonicalizer:
         copy per base, kind, match_priority and keeps_op (descriptions are cosmetic; the written code keeps them for
         axis strings)."""
         base = ref.copy_of
-        if base is None or ref.auto_generated:  # auto-generated: matched by its description, hashed as it is
-            return ref
+        if base is None or ref.auto_generated or ref.op_of is not None:  # hashed as they are: auto-generated copies
+            return ref  # are matched by their descriptions, and op_of is a derivation of the copy's own
         if ref.description is not None and self._readings and self._readings.extras(ref):
             return ref
         alike = ref.kind == base.kind and ref.match_priority == base.match_priority and not base.auto_generated
@@ -432,7 +432,7 @@ class Canonicalizer:
             )
             if on
         )
-        for field in ("bounded_by", "derived_from_tag"):  # in dependencies() order
+        for field in ("bounded_by", "derived_from_tag", "op_of"):  # in dependencies() order
             if getattr(ref, field) is not None:
                 extras += f" {field}={name_of(getattr(ref, field))}"
         if ref.vocab is not None:  # by its options, a vocab file by its path

@@ -70,7 +70,7 @@ def origin_of(dim: Dim) -> str:
 def _meaning(ref: DimRef) -> tuple:
     """What RETURNN acts on in a DimRef whose dependencies are this serializer's: two refs of one origin must agree
     in it to be one dim (descriptions are cosmetic but for auto-generated dims)."""
-    deps = tuple(id(x) if isinstance(x, DimRef) else x for x in (*ref.inputs, ref.copy_of, ref.bounded_by))
+    deps = tuple(id(x) if isinstance(x, DimRef) else x for x in (*ref.inputs, ref.copy_of, ref.bounded_by, ref.op_of))
     description = ref.description if ref.auto_generated or ref.copy_of is not None else None
     vocab = None if ref.vocab is None else literal_code(ref.vocab)
     flags = (ref.match_priority, ref.auto_generated, ref.special, ref.capacity, ref.undefined, ref.global_name)
@@ -101,6 +101,31 @@ def math_key(ref: DimRef) -> tuple:
     return (ref.op, tuple(map(operand, ref.inputs)))
 
 
+def same_op(op: Any, other: Any) -> bool:
+    """Whether two dim ops derive alike: one object, or the same kind and attributes over inputs that are one dim
+    (the same base) or derived alike themselves, down to constants of one size (returnn_common computes the dim math
+    of a copy again; the written copy takes its base's op, which derives the same dims)."""
+    if op is other:
+        return True
+    if other is None or op.kind != other.kind or op.attribs != other.attribs or len(op.inputs) != len(other.inputs):
+        return False
+    return all(same_derivation(a, b) for a, b in zip(op.inputs, other.inputs))
+
+
+def same_derivation(a: Dim, b: Dim) -> bool:
+    """Whether two dims are one (the same base) or derived alike (see :func:`same_op`): one object in the written
+    config, as RETURNN's dim math makes them."""
+    a, b = a.get_same_base(), b.get_same_base()
+    if a is b:
+        return True
+    op_a, op_b = a.derived_from_op, b.derived_from_op
+    if op_a is None or op_b is None:
+        return False
+    if op_a.kind == "constant":
+        return op_b.kind == "constant" and a.dimension == b.dimension and a.kind == b.kind
+    return same_op(op_a, op_b)
+
+
 def _sources(dim: Dim) -> list[Dim]:
     """The dims whose DimRefs ``DimCapture._make`` needs for ``dim``."""
     base = dim.get_same_base()
@@ -123,7 +148,7 @@ class DimCapture:
         self._refs: dict[int, DimRef] = {}
         self._alive: list[Any] = []  # keeps ids unique while the maps live (Dims, and adopted DimRefs)
         self._marked: dict[tuple[str, int], MarkedRef] = {}
-        self._copies: dict[tuple[int, Optional[str], int, Optional[str], bool, bool], DimRef] = {}
+        self._copies: dict[tuple[int, Optional[str], int, Optional[str], bool, bool, int], DimRef] = {}
         self._names = NameAllocator()
         self._seen: dict[int, int] = {}  # id(DimRef) -> when it was first met
         self._adopted: dict[int, DimRef] = {}  # id(DimRef of other dicts) -> this serializer's copy
@@ -223,7 +248,13 @@ class DimCapture:
         dim that RETURNN's dim math makes one object with one made before (see :func:`math_key`) is that one."""
         key = math_key(ref) if ref.op is not None else None
         if key in self._by_math:
-            return self._by_math[key]
+            same_math = self._by_math[key]
+            if ref.vocab is not None and same_math.vocab != ref.vocab:
+                raise SerializationError(
+                    f"{same_math.name} = {same_math.definition()} is one object in RETURNN's dim math with a dim of another "
+                    f"vocab ({ref.vocab!r}): give them one vocab"
+                )
+            return same_math
         known = self._by_origin.get(ref.origin) if ref.origin is not None else None
         if known is None:
             ref.code = self._names.allocate(name_source)
@@ -272,11 +303,12 @@ class DimCapture:
             base_ref = self.ref(base)
             # Its own description, which axis strings find it by (as its base's): RETURNN's copies have the base's.
             own = dim.description if dim.description and dim.description != base.description else None
-            keeps_op = self._keeps_op(dim, base)
+            keeps_op, op_of = self._kept_op(dim, base)
             alike = kind == base_ref.kind and dim.match_priority == base_ref.match_priority and own is None
-            if alike and dim.auto_generated == base_ref.auto_generated and (keeps_op or base_ref.op is None):
+            alike = alike and dim.auto_generated == base_ref.auto_generated and op_of is None
+            if alike and (keeps_op or base_ref.op is None):
                 return base_ref
-            return self._copy(base_ref, kind, dim.match_priority, own, keeps_op, dim.auto_generated)
+            return self._copy(base_ref, kind, dim.match_priority, own, keeps_op, dim.auto_generated, op_of)
         # A capacity RETURNN derived (through an op or bounded_by) and memoized is not the dim's own.
         capacity = None if dim.capacity == dim.dimension or dim in derived_capacity_memoized_dims else dim.capacity
         op = dim.derived_from_op
@@ -285,8 +317,6 @@ class DimCapture:
                 raise SerializationError(
                     f"{describe(dim)}: a derived dim with its own undefined, bounded_by or capacity has no code form"
                 )
-            if dim.vocab is not None:
-                raise SerializationError(f"{describe(dim)}: a derived dim with a vocab has no code form")
             return self._derived(dim, op)
         tag = extra.derived_from_tag if extra is not None else None
         if bounded_by is not None and tag is not bounded_by:
@@ -315,19 +345,20 @@ class DimCapture:
         except SerializationError as e:
             raise SerializationError(f"{describe(dim)} carries {e.problem}") from None
 
-    @staticmethod
-    def _keeps_op(dim: Dim, base: Dim) -> bool:
-        """Whether a ``same_as`` copy carries its base's derivation (see ``DimRef``); a derivation of its own has no
-        code form."""
+    def _kept_op(self, dim: Dim, base: Dim) -> tuple[bool, Optional[DimRef]]:
+        """Whether a ``same_as`` copy carries a derivation (``keeps_op``), and the derived dim whose it is if it is
+        not its base's (``op_of``, see ``DimRef``)."""
         op = dim.derived_from_op
         if op is None or op.kind == "constant":
-            return False
-        if op is not base.derived_from_op:
+            return False, None
+        if base.derived_from_op is None:
             raise SerializationError(
-                f"{describe(dim)}: a same_as copy derived by {op!r}, not by its base's derivation "
-                f"{base.derived_from_op!r}, has no code form: make it a derived dim of its own, or a plain copy"
+                f"{describe(dim)}: a same_as copy derived by {op!r} of a dim that is not derived has no code form: "
+                f"make it a derived dim of its own, or a plain copy"
             )
-        return True
+        if same_op(op, base.derived_from_op):
+            return True, None
+        return True, self._derived(dim, op, origin=f"{origin_of(dim)} op")
 
     def _copy(
         self,
@@ -337,11 +368,12 @@ class DimCapture:
         description: Optional[str] = None,
         keeps_op: bool = False,
         auto_generated: bool = False,
+        op_of: Optional[DimRef] = None,
     ) -> DimRef:
         """``base.copy(kind=..., match_priority=..., description=...)``, keeping the base's derivation or not,
         auto-generated or not (RETURNN matches two auto-generated dims by their descriptions); copies alike are
         equal to each other, too: one variable. Its origin follows from its base's."""
-        key = (id(base), kind, match_priority, description, keeps_op, auto_generated)
+        key = (id(base), kind, match_priority, description, keeps_op, auto_generated, id(op_of))
         if key not in self._copies:
             origin = None if base.origin is None else f"{base.origin} copy {kind} {match_priority}"
             if origin is not None and description is not None:
@@ -350,6 +382,8 @@ class DimCapture:
                 origin += " keeps_op"
             if origin is not None and auto_generated:
                 origin += " auto_generated"
+            if origin is not None and op_of is not None:
+                origin += f" op of {op_of.origin}"
             ref = DimRef(
                 "pending_dim",
                 kind=kind,
@@ -359,11 +393,12 @@ class DimCapture:
                 origin=origin,
                 keeps_op=keeps_op,
                 auto_generated=auto_generated,
+                op_of=op_of,
             )
             self._copies[key] = self._unified(ref, description or base.name)
         return self._copies[key]
 
-    def _derived(self, dim: Dim, op) -> DimRef:
+    def _derived(self, dim: Dim, op, origin: Optional[str] = None) -> DimRef:
         kind = canonical_op(op.kind)
         if kind is None or len(op.inputs) != 2:
             raise SerializationError(f"{describe(dim)} is derived by op {op!r}, which RETURNN cannot re-create")
@@ -374,7 +409,14 @@ class DimCapture:
             raise SerializationError(f"{describe(dim)}: its derived_from_tag {describe(tag)} is none of its inputs")
         inputs = tuple(x.dimension if x.is_constant_static_dim() else self.ref(x) for x in op.inputs)
         try:
-            ref = DimRef("pending_dim", description=dim.description, op=kind, inputs=inputs, origin=origin_of(dim))
+            ref = DimRef(
+                "pending_dim",
+                description=dim.description,
+                op=kind,
+                inputs=inputs,
+                origin=origin or origin_of(dim),
+                vocab=None if dim.vocab is None or origin else self._vocab(dim),
+            )
         except SerializationError as e:  # the DimRef names its placeholder name: name the dim instead
             raise SerializationError(f"{describe(dim)}: {e.problem.partition(': ')[2]}") from None
         found = (dim.kind.name if dim.kind is not None else None, dim.dimension)

@@ -57,8 +57,8 @@ DIM_SUFFIX = "_dim"
 #: Fields the written code of a derived dim (``a + b``) or a copy (``base.copy(...)``) does not carry, which must
 #: stay at their defaults there: RETURNN gives such a dim what its op or base gives it, whatever the DimRef says.
 _NOT_WRITTEN_DERIVED = ("_kind", "_size", "match_priority", "auto_generated", "special", "capacity", "undefined")
-_NOT_WRITTEN_COPY = ("_size", "special", "capacity", "undefined")
-_NOT_WRITTEN_REFS = ("bounded_by", "derived_from_tag", "vocab")
+_NOT_WRITTEN_COPY = ("_size", "special", "capacity", "undefined", "vocab")
+_NOT_WRITTEN_REFS = ("bounded_by", "derived_from_tag")
 #: What may sit in a vocab's options (:mod:`.vocab`), written by :func:`literal_code`.
 _LITERAL_TYPES = (str, int, bool, type(None))
 
@@ -132,6 +132,7 @@ _FIELD_CHECKS = {
     "derived_from_tag": (_optional(_is_ref), "a DimRef or None"),
     "origin": (_optional(lambda v: type(v) is str), "a str or None"),
     "keeps_op": (lambda v: type(v) is bool, "a bool"),
+    "op_of": (_optional(_is_ref), "a DimRef or None"),
     "vocab": (
         _optional(lambda v: type(v) is dict and _is_literal(v)),
         "None or a dict of Vocabulary.create_vocab options (str keys; str, int, bool, None, lists and dicts)",
@@ -151,7 +152,9 @@ class DimRef(CodeWrapper):
     ``keeps_op``: a copy of a derived dim that carries its base's derivation, as RETURNN's ``declare_same_as`` gives
     it (returnn_common's pooled and strided time axes): dim math on the copy then simplifies as on its base (a second
     pooling of ``ceil(time/2)`` by 3 is ``ceil(time/6)``, the base of the loop over it), which a plain copy does not.
-    ``vocab``: the options RETURNN makes the dim's vocabulary from (:mod:`.vocab`).
+    ``op_of``: with ``keeps_op``, the derived dim whose derivation the copy carries instead of its base's (returnn_common
+    computes a copy's dim math again, over other dims of equal sizes). ``vocab``: the options RETURNN makes the dim's
+    vocabulary from (:mod:`.vocab`); a derived dim's is set on it by a second line (``declare_same_as`` puts it there).
 
     Every field is checked whenever it is set (also by unpickling), so that nothing but what it says is written as
     code. The size and kind of a derived dim, and the size of a copy, are not fields: they follow from the inputs
@@ -173,6 +176,7 @@ class DimRef(CodeWrapper):
     origin: Optional[str] = None
     keeps_op: bool = False
     vocab: Optional[dict] = None
+    op_of: Optional[DimRef] = None
 
     def __init__(
         self,
@@ -195,6 +199,7 @@ class DimRef(CodeWrapper):
         origin: Optional[str] = None,
         keeps_op: bool = False,
         vocab: Optional[dict] = None,
+        op_of: Optional[DimRef] = None,
     ):
         self.global_name = global_name  # first: a global alone bears its name
         super().__init__(name)
@@ -214,6 +219,7 @@ class DimRef(CodeWrapper):
         self.op = op  # after the fields it makes unwritten: refused if they are not at their defaults
         self.copy_of = copy_of
         self.keeps_op = keeps_op
+        self.op_of = op_of
         if global_name is not None:  # shared by every serializer in the process (and pickled by reference)
             super().__setattr__("_frozen", True)
 
@@ -235,6 +241,11 @@ class DimRef(CodeWrapper):
             raise SerializationError(
                 f"DimRef {self.__dict__.get('code')!r}: {field.lstrip('_')} = {value!r} (type "
                 f"{type(value).__name__}) must be {check[1]}{hint}"
+            )
+        if field == "op_of" and value is not None and (not self.keeps_op or value.op is None):
+            raise SerializationError(
+                f"DimRef {self.__dict__.get('code')!r}: op_of is set on a copy with keeps_op only, to a derived dim "
+                f"(with an op), not {value.name}"
             )
         if field in ("keeps_op", "copy_of"):
             self._check_kept_op(value if field == "copy_of" else self.copy_of, value if field == "keeps_op" else None)
@@ -363,7 +374,7 @@ class DimRef(CodeWrapper):
         if self.keeps_op:
             self._check_kept_op(self.copy_of, True)  # the base may have been edited since
             assert self.copy_of is not None  # (checked)
-            args.append(f"derived_from_op={self.copy_of.name}.derived_from_op")
+            args.append(f"derived_from_op={(self.op_of or self.copy_of).name}.derived_from_op")
         if self.vocab is not None:
             args.append(f"vocab={literal_code(self.vocab)}")
         return f"Dim({', '.join(args)})"
@@ -385,6 +396,8 @@ class DimRef(CodeWrapper):
         lines = [f"{self.name} = {definition}"]
         if self.copy_of is not None and self.copied_as_plain():  # what ``Dim.copy`` does after making the Dim
             lines.append(f"{self.name}.same_as = {self.copy_of.name}")
+        if self.op is not None and self.vocab is not None:  # RETURNN's Dim sets a Vocabulary, which Dim(vocab=) makes
+            lines.append(f"{self.name}.vocab = Dim(None, vocab={literal_code(self.vocab)}).vocab")
         return lines
 
     def _sis_hash(self) -> bytes:
@@ -406,7 +419,7 @@ class DimRef(CodeWrapper):
     def dependencies(self) -> tuple[DimRef, ...]:
         """The refs this one is defined from, which the prolog must define first."""
         if self.copy_of is not None:
-            return (self.copy_of,)
+            return (self.copy_of,) if self.op_of is None else (self.copy_of, self.op_of)
         if self.op is not None:
             return tuple(x for x in self.inputs if isinstance(x, DimRef))
         return tuple(x for x in (self.bounded_by, self.derived_from_tag) if x is not None)

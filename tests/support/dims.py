@@ -9,6 +9,7 @@ import numpy
 from returnn.tensor import Dim, batch_dim, single_step_dim
 from returnn.tensor.marked_dim import MarkedDim
 
+from i6_rc_jobs.serialization.capture import same_derivation, same_op
 from i6_rc_jobs.serialization.refs import canonical_op
 
 
@@ -24,7 +25,8 @@ def representative(dim: Dim) -> Dim:
         return batch_dim
     base = dim.get_same_base()
     same = base.kind == dim.kind and base.match_priority == dim.match_priority and own_description(dim) is None
-    same = same and (base.derived_from_op is None or dim.derived_from_op is not None)
+    op, base_op = dim.derived_from_op, base.derived_from_op
+    same = same and (base_op is None or (op is not None and same_op(op, base_op)))
     same = same and base.auto_generated == dim.auto_generated
     if base is not dim and same:
         return representative(base)
@@ -46,22 +48,24 @@ class DimMap:
         orig = representative(orig)
         base = orig.get_same_base()
         if base is not orig:  # copies of one base with one kind, match_priority and derivation are one dim, too
-            keeps_op = orig.derived_from_op is not None
+            op = orig.derived_from_op  # its base's derivation, or one of its own (a copy alone)
+            keeps_op = op is not None and (same_op(op, base.derived_from_op) or id(orig))
             key = (id(representative(base)), orig.kind, orig.match_priority, own_description(orig), keeps_op)
             key += (orig.auto_generated,)
             orig = self._copies.setdefault(key, orig)
         known = self.forward.get(id(orig))
         if known is not None:
-            assert known is loaded, f"{path}: {orig} was loaded as {known} before, now as {loaded}"
+            assert known is loaded or same_derivation(known, loaded), f"{path}: {orig} was loaded as {known}, {loaded}"
             return
-        assert id(loaded) not in self.backward, f"{path}: {loaded} stands for two original dims"
+        other = self.backward.get(id(loaded))  # dims derived alike are one object in the written config
+        assert other is None or same_derivation(other, orig), f"{path}: {loaded} stands for two original dims"
         if orig is batch_dim or orig is single_step_dim:
             assert loaded is orig, f"{path}: global {orig} loaded as {loaded}"
         assert orig.kind == loaded.kind, f"{path}: kind {orig.kind} != {loaded.kind}"
         assert orig.dimension == loaded.dimension, f"{path}: size {orig.dimension} != {loaded.dimension}"
         assert orig.match_priority == loaded.match_priority, f"{path}: match_priority differs"
         assert orig.auto_generated == loaded.auto_generated and orig.special == loaded.special, path
-        if orig.description is not None:  # else the written one is its variable name
+        if orig.description is not None and other is None:  # else its variable name, or the first original's
             assert orig.description == loaded.description, f"{path}: {orig.description!r} != {loaded.description!r}"
         assert _vocab(orig) == _vocab(loaded), f"{path}: vocab {orig.vocab!r} != {loaded.vocab!r}"
         self.forward[id(orig)] = loaded
@@ -139,11 +143,13 @@ def value_bytes(value: Any) -> bytes:
 
 def _pair_up(orig: list, loaded: list, dims: DimMap, path: str) -> list[tuple[Any, Any]]:
     """Pairs the elements of two unordered collections: plain values by equality, dims by description (written
-    configs keep descriptions), then checks each pair."""
+    configs keep descriptions) or else as the dim derived alike they were loaded as, then checks each pair."""
     pairs = []
     rest = list(loaded)
     for item in sorted(orig, key=_sort_key):
         candidates = [x for x in rest if _sort_key(x) == _sort_key(item)]
+        if not candidates and isinstance(item, Dim):  # one dim in the written config for originals derived alike
+            candidates = [x for x in rest if id(x) in dims.backward and same_derivation(dims.backward[id(x)], item)]
         assert candidates, f"{path}: nothing for {item!r} in {loaded!r}"
         match = candidates[0]
         del rest[
