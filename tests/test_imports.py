@@ -28,7 +28,7 @@ from sisyphus.hash import sis_hash_helper
 import i6_rc_jobs
 
 from i6_rc_jobs.imports import VersionedImportError, import_
-from i6_rc_jobs.imports.cache import ENV, LOCK_TIMEOUT_ENV, into_place
+from i6_rc_jobs.imports.cache import ENV, LOCK_TIMEOUT_ENV, TREES, into_place
 from i6_rc_jobs.imports.dev import ENV as DEV_ENV
 from tests.support.pins import version as pinned_version
 from tests.support.sisyphus_setup import job_dirs, make_setup, run_manager
@@ -233,7 +233,7 @@ def test_a_repository_on_disk_by_its_path_or_file_url_is_imported_at_versions_as
     by_path = import_(path, "pkg", version)
     assert import_(f"file://{path}/", "pkg", origin.version(0)) is by_path and by_path.VALUE == 1
     assert import_(path, "pkg", origin.version(1)).VALUE == 2
-    (place,) = (origin.cache / "trees" / "file").iterdir()
+    (place,) = (origin.cache / TREES / "file").iterdir()
     assert place.name.startswith(f"{origin.path.parent.name}-")
     assert by_path.__file__ == str(place / "origin" / origin.commits[0] / "pkg" / "__init__.py")
     assert not stat.S_IMODE(os.stat(by_path.__file__).st_mode) & 0o222
@@ -300,7 +300,7 @@ def test_eight_processes_importing_a_new_version_at_once_all_get_it(origin, tmp_
     start.touch()
     results = [(child.wait(), child.stdout.read().decode(), child.stderr.read().decode()) for child in children]
     assert all(code == 0 and out == "2\n" for code, out, _ in results), results
-    trees = origin.cache / "trees" / "example.org" / "test" / "origin"
+    trees = origin.cache / TREES / "example.org" / "test" / "origin"
     assert os.listdir(trees) == [origin.commits[1]]
     assert os.listdir(origin.cache / "tmp") == []
 
@@ -341,7 +341,7 @@ def test_a_version_with_a_symbolic_link_out_of_the_repository_is_refused(origin)
         origin.commit({}, f"2024-03-0{i + 2}T05:06:07+01:00")
         with pytest.raises(VersionedImportError, match="the symbolic link 'escape' points out of the repository"):
             import_(REPO, "pkg", origin.version(i))
-        assert not list((origin.cache / "trees").rglob("escape"))
+        assert not list((origin.cache / TREES).rglob("escape"))
 
 
 def test_the_files_of_a_version_are_read_only(origin):
@@ -365,7 +365,7 @@ def test_returnn_common_from_its_github_url_at_the_pinned_version(tmp_path, monk
     loader = import_("github.com/rwth-i6/returnn_common", "_lazy_loader.py", version)
     commit = _git(Path(".deps/src/returnn_common"), "rev-parse", version.split("-")[1]).strip()
     assert loader.__file__ == str(
-        tmp_path / "cache/trees/github.com/rwth-i6/returnn_common" / commit / "_lazy_loader.py"
+        tmp_path / "cache" / TREES / "github.com/rwth-i6/returnn_common" / commit / "_lazy_loader.py"
     )
     assert loader.LazyLoader.__module__ == loader.__name__
     package = sys.modules[loader.__name__.rpartition(".")[0]]
@@ -624,7 +624,7 @@ def test_a_cache_filled_by_one_user_is_read_by_another(origin, shared_dir, monke
         finally:
             os.umask(old)
         directories = [path for path in _all_paths(cache) if path.is_dir() and not path.is_symlink()]
-        trees = cache / "trees"  # trees/<host>/<owner>/<name>/<commit>/... are sealed
+        trees = cache / TREES  # trees/<host>/<owner>/<name>/<commit>/... are sealed
         sealed = {path for path in directories if trees in path.parents and len(path.relative_to(trees).parts) >= 4}
         assert {stat.S_IMODE(path.stat().st_mode) & 0o777 for path in set(directories) - sealed} == {0o777 & ~umask}
         assert {stat.S_IMODE(path.stat().st_mode) for path in sealed} == {0o555}, name
@@ -779,13 +779,13 @@ IMPORT = "from i6_rc_jobs.imports import import_; print(import_({repo!r}, 'pkg',
 
 
 def _tree(origin: Origin, i: int) -> Path:
-    return origin.cache / "trees" / "example.org" / "test" / "origin" / origin.commits[i]
+    return origin.cache / TREES / "example.org" / "test" / "origin" / origin.commits[i]
 
 
 def _writable(path: Path) -> None:
     """As the owner of a tree could (or any user, where the cache left it group-writable)."""
     for directory in (path, *path.parents):
-        if directory.name == "trees":
+        if directory.name == TREES:
             break
         directory.chmod(0o755 if directory.is_dir() else 0o644)
 

@@ -15,6 +15,7 @@ import jedi
 import pytest
 
 from i6_rc_jobs.imports import import_
+from i6_rc_jobs.imports.cache import TREES
 from i6_rc_jobs.imports.static import Call, Unresolved, find
 from tests import test_imports
 from tests.support.pins import version as pinned_version
@@ -77,7 +78,7 @@ def test_prefetch_fetches_the_whole_import_graph_and_a_process_without_network_i
 ):
     done = _run(setup, "prefetch")
     assert done.returncode == 1, done.stderr  # one call not resolved statically
-    tree = origin.cache / "trees" / "example.org" / "test" / "origin" / origin.commits[2]
+    tree = origin.cache / TREES / "example.org" / "test" / "origin" / origin.commits[2]
     lib = Origin(
         tmp_path / "lib", origin.cache, [_git(tmp_path / "lib", "rev-parse", f"HEAD~{i}").strip() for i in (1, 0)]
     )
@@ -217,7 +218,7 @@ def test_ide_paths_lets_jedi_resolve_names_of_a_versioned_module_to_the_versions
     definition = script(ide).goto(3, 8)[0]
     helper = ide.joinpath(*package.split("."), "pkg", "helper.py")
     assert (definition.module_path, definition.line, definition.name) == (helper, 4, "value")
-    assert helper.resolve() == origin.cache / "trees" / "example.org" / "test" / "origin" / origin.commits[1] / (
+    assert helper.resolve() == origin.cache / TREES / "example.org" / "test" / "origin" / origin.commits[1] / (
         "pkg/helper.py"
     )
     assert [value.name for value in script(ide).infer(3, 13)] == ["int"]

@@ -5,7 +5,8 @@ it, so that the cache can be moved or shared:
 
 - ``git/<host>/<owner>/<name>.git``: a ``git clone --bare`` (branches and tags, not GitHub's pull request refs),
   fetched only when a version is not in it;
-- ``trees/<host>/<owner>/<name>/<commit>/``: the files of one commit, with ``.i6_rc_version`` (commit and date);
+- ``trees-v2/<host>/<owner>/<name>/<commit>/``: the files of one commit (with the files that prove them; the trees of
+  caches before the proofs, under ``trees/``, are left alone and fetched again), with ``.i6_rc_version`` (commit and date);
 - ``locks/...`` and ``tmp/``.
 
 A repository on disk is ``file/<parent>-<digest>/<name>`` in these paths (see :class:`.names.Repo`).
@@ -36,6 +37,9 @@ from .errors import CacheNotWritableError, VersionedImportError
 from .names import Repo, Version
 
 ENV = "I6_RC_IMPORTS_CACHE"
+#: Where the versions are, under the cache's root: ``trees`` held versions without the files that prove them, which
+#: are neither used nor touched (they may be other users').
+TREES = "trees-v2"
 #: How long a fetch waits for the lock of its repository, in seconds (default 600).
 LOCK_TIMEOUT_ENV = "I6_RC_IMPORTS_LOCK_TIMEOUT"
 
@@ -52,7 +56,7 @@ class RepoCache:
         self.root = root
         self.repo = repo
         self.git_dir = root / "git" / repo.host / repo.owner / f"{repo.name}.git"
-        self.trees = root / "trees" / repo.host / repo.owner / repo.name
+        self.trees = root / TREES / repo.host / repo.owner / repo.name
 
     def tree(self, version: Version) -> tuple[Path, str]:
         """The file tree of ``version`` and its full commit: from the cache, else fetched, checked and extracted."""

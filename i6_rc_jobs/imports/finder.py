@@ -15,7 +15,7 @@ from typing import Optional
 
 from . import proof
 from .bytecode import SourceLoader
-from .cache import cache_root
+from .cache import TREES, cache_root
 from .dev import dev_root, state_name
 from .errors import VersionedImportError
 from .git import COMMIT_AND_DATE, run_git
@@ -119,7 +119,7 @@ def _search(fullname: str, parts: list[str]) -> Path:
     in the cache's trees, or the development copies."""
     root = cache_root()
     development = parts[3].startswith("dev_")  # the working copy, whatever it holds now
-    base = dev_root(root) if development else root / "trees"
+    base = dev_root(root) if development else root / TREES
     leaf = "" if development else parts[3][1:]
     found = []
     for host in _listdir(base):

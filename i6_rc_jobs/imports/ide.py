@@ -14,6 +14,7 @@ from typing import Iterable
 
 import i6_rc_jobs
 
+from .cache import TREES
 from .finder import ROOT_PACKAGE, package_name
 from .names import Repo
 from .proof import STAMP
@@ -26,7 +27,7 @@ MARK = ".i6_rc_ide_paths"
 def cached_versions(root: Path) -> list[Fetched]:
     """Every version in the cache at ``root`` (named ``<date>-<commit prefix>`` after its stamp)."""
     found = []
-    for stamp in sorted((root / "trees").glob(f"*/*/*/*/{STAMP}")):
+    for stamp in sorted((root / TREES).glob(f"*/*/*/*/{STAMP}")):
         tree = stamp.parent
         commit, date = stamp.read_text().split()
         repo = Repo(tree.parents[2].name, tree.parents[1].name, tree.parents[0].name)
