@@ -14,6 +14,7 @@ import signal
 import socket
 import subprocess
 import sys
+import tempfile
 import textwrap
 import threading
 import time
@@ -305,6 +306,63 @@ def test_a_key_others_could_read_or_replace_is_refused(setup, how):
         os.chown(key, 65534, 65534)
     with pytest.raises(UnsafeCacheError, match=str(key)):
         _lstm(builds, recipe, bmodels)
+
+
+@pytest.fixture
+def shared_root():
+    """A cache root in /tmp that every user may write, with the sticky bit (as /tmp), where the user nobody works."""
+    if os.geteuid() != 0:
+        pytest.skip("acting as another user needs root")
+    root = Path(tempfile.mkdtemp(dir="/tmp"))
+    root.chmod(0o1777)
+    yield root
+    shutil.rmtree(root)
+
+
+def _as_nobody(*command: str) -> None:
+    subprocess.run(["runuser", "-u", "nobody", "--", *command], check=True)
+
+
+@pytest.mark.parametrize("directory", ["tmp", "entries", "locks"])
+def test_a_directory_another_user_owns_in_a_shared_cache_is_refused(setup, shared_root, directory):
+    """Another user who owns tmp/ could swap a build's directory and have the manager sign and unpickle their
+    pickle (entries/, locks/: replace entries, hold locks): refused before anything is built, naming it."""
+    recipe, _, bmodels = setup
+    _as_nobody("mkdir", "-m", "0755", str(shared_root / directory))
+    builds = Builds(cache=shared_root, workers=2)
+    with pytest.raises(UnsafeCacheError, match=rf"{shared_root / directory} .*owner uid 65534.*rm -r"):
+        _lstm(builds, recipe, bmodels)
+    assert build_recipes.builds(recipe) == 0
+
+
+@pytest.mark.parametrize("owner", ["this user", "a user of this user's group"])
+def test_a_shared_cache_of_this_user_or_its_group_is_used(setup, shared_root, owner):
+    """The sticky root's sharing: directories of this user, or of another user of a group this user is in (who
+    shares the key), are used."""
+    recipe, _, bmodels = setup
+    builds = Builds(cache=shared_root, workers=2)
+    _lstm(builds, recipe, bmodels)
+    if owner != "this user":
+        for path in [shared_root / name for name in ("tmp", "entries", "locks", "bases")]:
+            os.chown(path, 65534, os.getegid())
+            path.chmod(0o2770)
+    _lstm(builds, recipe, bmodels)
+    assert build_recipes.builds(recipe) == 1
+
+
+def test_a_build_runs_in_a_directory_closed_to_everyone_else(setup, tmp_path):
+    recipe, builds, bmodels = setup
+    report = tmp_path / "report.json"
+    builds.build(bmodels.reporting_directory, str(report))
+    assert json.loads(report.read_text()) == {"uid": os.geteuid(), "mode": 0o700}
+
+
+def test_a_result_file_that_is_not_what_the_build_process_made_is_never_loaded(setup):
+    """The manager signs and unpickles only the bytes whose digest the build process sent it over its pipe."""
+    recipe, builds, bmodels = setup
+    with pytest.raises(BuildError, match=r"result\.pickle that is not the one its build process wrote"):
+        builds.build(bmodels.swapped_result)
+    assert _variants(builds) == []
 
 
 MANAGER = textwrap.dedent("""
