@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import fcntl
 import functools
+import hashlib
 import json
 import os
 import pickle
@@ -22,7 +23,8 @@ from pathlib import Path
 
 import pytest
 
-from i6_rc_jobs.builds import BuildError, Builds
+from i6_rc_jobs.builds import BuildError, Builds, stop_servers
+from i6_rc_jobs.builds.client import DEFAULT_PRELOAD
 from i6_rc_jobs.builds.fingerprint import RACY_NS
 from i6_rc_jobs.builds.store import Store, UnsafeCacheError
 from tests import rc_serializers
@@ -363,6 +365,33 @@ def test_a_result_file_that_is_not_what_the_build_process_made_is_never_loaded(s
     with pytest.raises(BuildError, match=r"result\.pickle that is not the one its build process wrote"):
         builds.build(bmodels.swapped_result)
     assert _variants(builds) == []
+
+
+def test_a_server_start_takes_the_fingerprints_it_kept_where_their_stat_proves_them(setup, tmp_path, monkeypatch):
+    """A new server (with a new cache) does not read again a file it fingerprinted at an earlier start, if its stat
+    is unchanged: the kept digest, altered here, is what its base records. Kept fingerprints that others could write
+    are not used."""
+    recipe, _, bmodels = setup
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    kept = tmp_path / "home" / ".cache" / "i6_rc_jobs" / f"fingerprints-{os.geteuid()}.json"
+    library = recipe / "bpreloaded.py"
+    library.write_text("X = 1\n")
+    time.sleep(RACY_NS / 1e9 + 0.1)  # older than the racy margin when it is fingerprinted
+    real = hashlib.sha256(library.read_bytes()).hexdigest()
+
+    def recorded(cache: str) -> str:
+        builds = Builds(cache=tmp_path / cache, workers=2, preload=(*DEFAULT_PRELOAD, "bpreloaded"))
+        _lstm(builds, recipe, bmodels)
+        stop_servers()
+        return Store(tmp_path / cache).newest_base()["files"][str(library)][0]
+
+    assert recorded("first") == real
+    data = json.loads(kept.read_text())
+    data["files"][str(library)][0] = "f" * 64
+    kept.write_text(json.dumps(data))
+    assert recorded("second") == "f" * 64
+    kept.chmod(0o666)
+    assert recorded("third") == real
 
 
 MANAGER = textwrap.dedent("""

@@ -29,7 +29,7 @@ import types
 from typing import Optional
 
 from . import job_paths, record
-from .fingerprint import fingerprint
+from .fingerprint import Kept, fingerprint, kept_path
 from .store import FORMAT, PRIVATE
 
 #: A dependency changed later than this before the build began may have changed while it read it.
@@ -37,21 +37,22 @@ CLOCK_SLACK_NS = 20_000_000
 _PR_SET_PDEATHSIG = 1
 
 
-def _fingerprints(paths: list[str], known: Optional[dict] = None) -> dict[str, list]:
-    """Fingerprints of the files; those of ``known`` (a base the manager verified) taken where their stat proves
-    them, so that a new server does not read the libraries' hundreds of MB again."""
-    files, at = (known["files"], known["recorded_ns"]) if known else ({}, 0)
-    return {path: fingerprint(path, files.get(path), at) for path in paths}
+def _fingerprints(paths: list[str]) -> dict[str, list]:
+    return {path: fingerprint(path) for path in paths}
 
 
 def _changed_since(fingerprints: dict[str, list], started_ns: int) -> list[str]:
     return [path for path, fp in fingerprints.items() if fp[0] is not None and fp[5] >= started_ns - CLOCK_SLACK_NS]
 
 
-def _base(started_ns: int, sys_path: list[str], known: Optional[dict]) -> dict:
-    """What the server itself depended on when it was ready: every build from it depends on that."""
+def _base(started_ns: int, sys_path: list[str], known: Optional[dict], kept: Kept) -> dict:
+    """What the server itself depended on when it was ready: every build from it depends on that. The files'
+    fingerprints are taken from ``kept`` or ``known`` (a base the manager verified) where their stat proves them, so
+    that a new server does not read the libraries' hundreds of MB again."""
     files = [*record.module_files(), *record.opened_files(), os.path.realpath(sys.executable)]
-    fingerprints = _fingerprints(list(dict.fromkeys(files)), known)
+    from_base = {path: [*fp, known["recorded_ns"]] for path, fp in known["files"].items()} if known else {}
+    fingerprints = kept.fingerprints(list(dict.fromkeys(files)), from_base)
+    kept.save()
     base = {
         "format": FORMAT,
         "python": {"executable": sys.executable, "version": sys.version},  # its binary is among the files
@@ -169,6 +170,7 @@ class _Lines:
 
 def main() -> None:
     started_ns = time.time_ns()
+    kept = Kept(kept_path())  # read before recording starts: no dependency of builds
     record.install()
     protocol_fd = os.dup(1)
     os.dup2(2, 1)  # what the libraries print while importing goes where the server's errors go
@@ -191,7 +193,7 @@ def main() -> None:
             continue
         preloaded.append(name)
 
-    base = _base(started_ns, setup[0]["sys_path"], setup[0]["known"])
+    base = _base(started_ns, setup[0]["sys_path"], setup[0]["known"], kept)
     with open(os.open(setup[0]["base"], os.O_WRONLY | os.O_CREAT, PRIVATE), "w") as f:
         json.dump(base, f)
     protocol.write(json.dumps({"ready": True, "preloaded": preloaded}) + "\n")
