@@ -7,11 +7,10 @@ the manager puts i6_rc_jobs on the path first, see :mod:`.client`). Each child l
 what a builder starts ends with its build.
 
 Protocol, JSON lines: the manager sends ``{"sys_path", "preload", "base", "known"}`` once, then ``{"id", "dir",
-"started_ns", "environ"}`` per build; the server answers ``{"ready": true, "preloaded": [...]}`` once and ``{"id", "status", "digests"}``
-(the child's exit status, or minus the signal that killed it; the SHA-256 of the ``result.pickle`` and ``deps.json``
-it wrote, which the child sends the server through a pipe of its own) per build: the manager signs and unpickles only
-those bytes. End of input ends the server and its
-children."""
+"started_ns", "environ"}`` per build; the server answers ``{"ready": true, "preloaded": [...]}`` once and ``{"id",
+"status", "digests"}`` per build: the child's exit status (or minus the signal that killed it) and the SHA-256 of the
+``result.pickle`` and ``deps.json`` it wrote, which the child sends the server through a pipe of its own (the manager
+signs and unpickles only those bytes). End of input ends the server and its children."""
 
 from __future__ import annotations
 

@@ -288,9 +288,9 @@ def _check_directory(path: Path, st: os.stat_result, sticky_allowed: bool) -> No
     if not stat.S_ISDIR(st.st_mode) or others_write or group_write or not owner:
         what = "a directory" if stat.S_ISDIR(st.st_mode) else "not a directory"
         raise UnsafeCacheError(
-            f"the build cache's {path} ({what}, owner uid {st.st_uid}, gid {st.st_gid}, mode {mode:o}) could be changed "
-            f"by users outside this user's groups, who could swap what a build made: remove it (rm -r {path}) or use a "
-            f"cache of your own (${ENV})"
+            f"the build cache's {path} ({what}, owner uid {st.st_uid}, gid {st.st_gid}, mode {mode:o}) could be "
+            "changed by users outside this user's groups, who could swap what a build made: have its owner or root "
+            f"remove it (rm -r {path}), or use a cache of your own (${ENV})"
         )
 
 
