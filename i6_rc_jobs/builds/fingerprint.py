@@ -153,4 +153,5 @@ class Kept:
 
 
 def _own_directory(st: os.stat_result) -> bool:
-    return st.st_uid in (os.geteuid(), 0) and not st.st_mode & 0o022
+    """Whether only the user (or root) can replace the directory's files (as in ``/tmp``, with its sticky bit)."""
+    return st.st_uid in (os.geteuid(), 0) and not (st.st_mode & 0o022 and not st.st_mode & stat.S_ISVTX)
