@@ -9,6 +9,7 @@ import hashlib
 import json
 import os
 import pickle
+import pwd
 import secrets
 import shutil
 import signal
@@ -646,10 +647,9 @@ def test_a_lock_held_for_a_dead_process_is_taken_over(setup, caplog):
     ended = subprocess.Popen(["true"])
     ended.wait()
     lock = Store(builds.cache).lock(Call(bmodels.lstm, (str(recipe / "layers.txt"),), {}).key)
-    lock.parent.mkdir(parents=True)
     with open(lock, "a") as f:  # held by a process the dead one started, say
         fcntl.flock(f, fcntl.LOCK_EX)
-        f.write(f"{ended.pid} {socket.gethostname()} {time.time()}\n")
+        f.write(f"{ended.pid} {pwd.getpwuid(os.getuid()).pw_name} {socket.gethostname()} {time.time()}\n")
         f.flush()
         with caplog.at_level("WARNING"):
             thread = threading.Thread(target=_lstm, args=(builds, recipe, bmodels), daemon=True)
