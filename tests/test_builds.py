@@ -5,15 +5,18 @@ from __future__ import annotations
 
 import fcntl
 import functools
+import hashlib
 import json
 import os
 import pickle
+import pwd
 import secrets
 import shutil
 import signal
 import socket
 import subprocess
 import sys
+import tempfile
 import textwrap
 import threading
 import time
@@ -21,7 +24,8 @@ from pathlib import Path
 
 import pytest
 
-from i6_rc_jobs.builds import BuildError, Builds
+from i6_rc_jobs.builds import BuildError, Builds, stop_servers
+from i6_rc_jobs.builds.client import DEFAULT_PRELOAD
 from i6_rc_jobs.builds.fingerprint import RACY_NS
 from i6_rc_jobs.builds.store import Store, UnsafeCacheError
 from tests import rc_serializers
@@ -307,6 +311,90 @@ def test_a_key_others_could_read_or_replace_is_refused(setup, how):
         _lstm(builds, recipe, bmodels)
 
 
+@pytest.fixture
+def shared_root():
+    """A cache root in /tmp that every user may write, with the sticky bit (as /tmp), where the user nobody works."""
+    if os.geteuid() != 0:
+        pytest.skip("acting as another user needs root")
+    root = Path(tempfile.mkdtemp(dir="/tmp"))
+    root.chmod(0o1777)
+    yield root
+    shutil.rmtree(root)
+
+
+def _as_nobody(*command: str) -> None:
+    subprocess.run(["runuser", "-u", "nobody", "--", *command], check=True)
+
+
+@pytest.mark.parametrize("directory", ["tmp", "entries", "locks"])
+def test_a_directory_another_user_owns_in_a_shared_cache_is_refused(setup, shared_root, directory):
+    """Another user who owns tmp/ could swap a build's directory and have the manager sign and unpickle their
+    pickle (entries/, locks/: replace entries, hold locks): refused before anything is built, naming it."""
+    recipe, _, bmodels = setup
+    _as_nobody("mkdir", "-m", "0755", str(shared_root / directory))
+    builds = Builds(cache=shared_root, workers=2)
+    with pytest.raises(UnsafeCacheError, match=rf"{shared_root / directory} .*owner uid 65534.*rm -r"):
+        _lstm(builds, recipe, bmodels)
+    assert build_recipes.builds(recipe) == 0
+
+
+@pytest.mark.parametrize("owner", ["this user", "a user of this user's group"])
+def test_a_shared_cache_of_this_user_or_its_group_is_used(setup, shared_root, owner):
+    """The sticky root's sharing: directories of this user, or of another user of a group this user is in (who
+    shares the key), are used."""
+    recipe, _, bmodels = setup
+    builds = Builds(cache=shared_root, workers=2)
+    _lstm(builds, recipe, bmodels)
+    if owner != "this user":
+        for path in [shared_root / name for name in ("tmp", "entries", "locks", "bases")]:
+            os.chown(path, 65534, os.getegid())
+            path.chmod(0o2770)
+    _lstm(builds, recipe, bmodels)
+    assert build_recipes.builds(recipe) == 1
+
+
+def test_a_build_runs_in_a_directory_closed_to_everyone_else(setup, tmp_path):
+    recipe, builds, bmodels = setup
+    report = tmp_path / "report.json"
+    builds.build(bmodels.reporting_directory, str(report))
+    assert json.loads(report.read_text()) == {"uid": os.geteuid(), "mode": 0o700}
+
+
+def test_a_result_file_that_is_not_what_the_build_process_made_is_never_loaded(setup):
+    """The manager signs and unpickles only the bytes whose digest the build process sent it over its pipe."""
+    recipe, builds, bmodels = setup
+    with pytest.raises(BuildError, match=r"result\.pickle that is not the one its build process wrote"):
+        builds.build(bmodels.swapped_result)
+    assert _variants(builds) == []
+
+
+def test_a_server_start_takes_the_fingerprints_it_kept_where_their_stat_proves_them(setup, tmp_path, monkeypatch):
+    """A new server (with a new cache) does not read again a file it fingerprinted at an earlier start, if its stat
+    is unchanged: the kept digest, altered here, is what its base records. Kept fingerprints that others could write
+    are not used."""
+    recipe, _, bmodels = setup
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    kept = tmp_path / "home" / ".cache" / "i6_rc_jobs" / f"fingerprints-{os.geteuid()}.json"
+    library = recipe / "bpreloaded.py"
+    library.write_text("X = 1\n")
+    time.sleep(RACY_NS / 1e9 + 0.1)  # older than the racy margin when it is fingerprinted
+    real = hashlib.sha256(library.read_bytes()).hexdigest()
+
+    def recorded(cache: str) -> str:
+        builds = Builds(cache=tmp_path / cache, workers=2, preload=(*DEFAULT_PRELOAD, "bpreloaded"))
+        _lstm(builds, recipe, bmodels)
+        stop_servers()
+        return Store(tmp_path / cache).newest_base()["files"][str(library)][0]
+
+    assert recorded("first") == real
+    data = json.loads(kept.read_text())
+    data["files"][str(library)][0] = "f" * 64
+    kept.write_text(json.dumps(data))
+    assert recorded("second") == "f" * 64
+    kept.chmod(0o666)
+    assert recorded("third") == real
+
+
 MANAGER = textwrap.dedent("""
     import json, os, sys
     sys.path[:0] = [{recipe!r}, {repo!r}]
@@ -559,10 +647,9 @@ def test_a_lock_held_for_a_dead_process_is_taken_over(setup, caplog):
     ended = subprocess.Popen(["true"])
     ended.wait()
     lock = Store(builds.cache).lock(Call(bmodels.lstm, (str(recipe / "layers.txt"),), {}).key)
-    lock.parent.mkdir(parents=True)
     with open(lock, "a") as f:  # held by a process the dead one started, say
         fcntl.flock(f, fcntl.LOCK_EX)
-        f.write(f"{ended.pid} {socket.gethostname()} {time.time()}\n")
+        f.write(f"{ended.pid} {pwd.getpwuid(os.getuid()).pw_name} {socket.gethostname()} {time.time()}\n")
         f.flush()
         with caplog.at_level("WARNING"):
             thread = threading.Thread(target=_lstm, args=(builds, recipe, bmodels), daemon=True)

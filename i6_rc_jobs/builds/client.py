@@ -322,11 +322,11 @@ class _Batch:
                     continue
                 assert server is not None  # started with the first build running
                 done = server.wait(timeout=_POLL_S if pending else None)
-                for request_id, status in done:
+                for request_id, status, digests in done:
                     call, stack, partial = running.pop(request_id)
                     with stack:
                         try:
-                            results[call.digest] = self.finish(call, partial, status, server)
+                            results[call.digest] = self.finish(call, partial, status, digests, server)
                         except BuildError as e:
                             errors.append(e)
         finally:
@@ -396,9 +396,10 @@ class _Batch:
             shutil.move(partial / "log", failed)
         return failed
 
-    def finish(self, call: Call, partial: Path, status: int, server: "_Server") -> Any:
+    def finish(self, call: Call, partial: Path, status: int, digests: dict[str, str], server: "_Server") -> Any:
         """The result of a build that ended with ``status``, stored as an entry if the build succeeded and no
-        dependency changed while it ran."""
+        dependency changed while it ran; its files are used only if they are the bytes whose ``digests`` the build
+        process sent."""
         if status != 0:
             failed = self.keep_log(call, partial)
             how = f"was killed by signal {-status}" if status < 0 else f"failed (exit status {status})"
@@ -412,9 +413,16 @@ class _Batch:
                 f"builder or code it called ended the process, e.g. with os._exit(0)); its output: "
                 f"{self.keep_log(call, partial)}"
             )
-        deps = json.loads((partial / "deps.json").read_text())
+        result, deps_data = (partial / "result.pickle").read_bytes(), (partial / "deps.json").read_bytes()
+        for name, data in [("result.pickle", result), ("deps.json", deps_data)]:
+            if sha256_hex(data) != digests.get(name):
+                raise BuildError(
+                    f"the build of {call.name}({call.description}) left a {partial / name} that is not the one its "
+                    "build process wrote (changed by another process): not used; make sure no one else can write "
+                    f"{self.store.root}"
+                )
+        deps = json.loads(deps_data)
         (partial / "deps.json").unlink()
-        result = (partial / "result.pickle").read_bytes()
         if not (self.fresh or deps["changed_while_building"] or server.changed_while_loading):
             entry = {
                 "builder": call.name,
@@ -528,18 +536,19 @@ class _Server:
         """Whether the environment variables the server read while loading still have the values it read."""
         return self.process.poll() is None and _env_changed(self.base["env"]) is None
 
-    def wait(self, timeout: Optional[float]) -> list[tuple[int, int]]:
-        """(request, status) of the builds that ended; the server's end ends them all."""
+    def wait(self, timeout: Optional[float]) -> list[tuple[int, int, dict[str, str]]]:
+        """(request, status, digests of the files it wrote) of the builds that ended; the server's end ends them
+        all."""
         message = self._read(timeout)
         if message is None:
             if self.process.poll() is None:
                 return []
             raise BuildError(f"the build server ended (status {self.process.returncode}):\n{_tail(self.log)}")
-        done = [(message["id"], message["status"])]
+        done = [(message["id"], message["status"], message["digests"])]
         while b"\n" in self._buffer:
             message = self._read(0)
             assert message is not None  # a whole line is buffered
-            done.append((message["id"], message["status"]))
+            done.append((message["id"], message["status"], message["digests"]))
         return done
 
     def close(self) -> None:

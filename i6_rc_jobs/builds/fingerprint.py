@@ -5,13 +5,23 @@ stat only spares reading a file again: it is trusted as proof of "unchanged" onl
 the file's ctime lay well before the moment it was recorded (``RACY_NS``; as git's "racily clean" files, an edit
 within the clock's granularity of the recording could keep every field). Any other file is read and hashed again, so
 that an edit that kept size and mtime (``touch -d``, an edit in the same second) is seen: the kernel sets the ctime
-on every change and no user can set it back."""
+on every change and no user can set it back.
+
+A build server's start fingerprints every file it loaded (TensorFlow's hundreds of MB among them): those
+fingerprints are kept between starts in a file of the user's (:class:`Kept`), under the same rule."""
 
 from __future__ import annotations
 
 import hashlib
+import json
 import os
+import stat
+import sys
+import time
+from pathlib import Path
 from typing import Optional
+
+from ..atomic_file import write_atomically
 
 #: A file changed less than this before it was fingerprinted is always read again when verified.
 RACY_NS = 2_000_000_000
@@ -73,3 +83,75 @@ class Verifier:
         except (FileNotFoundError, NotADirectoryError):
             return recorded[0] is None
         return _trusted(recorded, st, recorded_at_ns) or digest(path) == recorded[0]
+
+
+#: The format of the kept fingerprints' file: a file of another format is not read.
+KEPT_FORMAT = 1
+
+
+def kept_path() -> Path:
+    """Where the user's fingerprints are kept between build servers: ``~/.cache/i6_rc_jobs/fingerprints-<uid>.json``."""
+    return Path.home() / ".cache" / "i6_rc_jobs" / f"fingerprints-{os.geteuid()}.json"
+
+
+class Kept:
+    """Fingerprints kept between processes, each with when it was taken (``path -> fingerprint + [recorded_ns]``),
+    in a file only the user may write (any other is not read: a wrong digest would be recorded as a file's)."""
+
+    def __init__(self, path: Path):
+        self.path = path
+        self.files: dict[str, list] = self._load()
+        self.changed = False
+
+    def _load(self) -> dict[str, list]:
+        try:
+            fd = os.open(self.path, os.O_RDONLY | os.O_NOFOLLOW)
+        except OSError:  # none yet, or a link
+            return {}
+        try:
+            st, parent = os.fstat(fd), os.stat(self.path.parent)
+            if st.st_uid != os.geteuid() or st.st_mode & 0o022 or not _own_directory(parent):
+                print(
+                    f"build server: the kept fingerprints {self.path} (owner uid {st.st_uid}, mode "
+                    f"{stat.S_IMODE(st.st_mode):o}) could be written by others: not used; remove it",
+                    file=sys.stderr,
+                )
+                return {}
+            with os.fdopen(os.dup(fd), "rb") as f:
+                data = json.load(f)
+        except ValueError:  # corrupt: taken anew
+            return {}
+        finally:
+            os.close(fd)
+        return data["files"] if isinstance(data, dict) and data.get("format") == KEPT_FORMAT else {}
+
+    def fingerprints(self, paths: list[str], known: dict[str, list]) -> dict[str, Fingerprint]:
+        """The files' fingerprints, taken from ``known`` (as kept) or from those kept where their stat proves them;
+        the kept ones are updated (saved by :meth:`save`)."""
+        at = time.time_ns()
+        found: dict[str, Fingerprint] = {}
+        for path in paths:
+            given = self.files.get(path) or known.get(path)
+            prior = given[:6] if given else None
+            fp = found[path] = fingerprint(path, prior, given[6] if given else 0)
+            kept = [*fp, given[6] if given and fp is prior else at]
+            if fp[0] is not None and self.files.get(path) != kept:
+                self.files[path] = kept
+                self.changed = True
+        return found
+
+    def save(self) -> None:
+        """Writes the kept fingerprints if any is new, without those of files that are gone."""
+        if not self.changed:
+            return
+        files = {path: fp for path, fp in self.files.items() if os.path.isfile(path)}
+        try:
+            self.path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+            write_atomically(self.path, json.dumps({"format": KEPT_FORMAT, "files": files}).encode(), 0o600)
+        except OSError as e:  # a home that cannot be written: the next start reads the files again
+            print(f"build server: the fingerprints could not be kept in {self.path}: {e}", file=sys.stderr)
+
+
+def _own_directory(st: os.stat_result) -> bool:
+    """Whether only the user (or root) can replace the directory's files (as in ``/tmp``, with its sticky bit)."""
+    return st.st_uid in (os.geteuid(), 0) and not (st.st_mode & 0o022 and not st.st_mode & stat.S_ISVTX)

@@ -7,13 +7,15 @@ the manager puts i6_rc_jobs on the path first, see :mod:`.client`). Each child l
 what a builder starts ends with its build.
 
 Protocol, JSON lines: the manager sends ``{"sys_path", "preload", "base", "known"}`` once, then ``{"id", "dir",
-"started_ns", "environ"}`` per build; the server answers ``{"ready": true, "preloaded": [...]}`` once and ``{"id", "status"}``
-(the child's exit status, or minus the signal that killed it) per build. End of input ends the server and its
-children."""
+"started_ns", "environ"}`` per build; the server answers ``{"ready": true, "preloaded": [...]}`` once and ``{"id",
+"status", "digests"}`` per build: the child's exit status (or minus the signal that killed it) and the SHA-256 of the
+``result.pickle`` and ``deps.json`` it wrote, which the child sends the server through a pipe of its own (the manager
+signs and unpickles only those bytes). End of input ends the server and its children."""
 
 from __future__ import annotations
 
 import ctypes
+import hashlib
 import importlib
 import json
 import os
@@ -26,7 +28,7 @@ import types
 from typing import Optional
 
 from . import job_paths, record
-from .fingerprint import fingerprint
+from .fingerprint import Kept, fingerprint, kept_path
 from .store import FORMAT, PRIVATE
 
 #: A dependency changed later than this before the build began may have changed while it read it.
@@ -34,21 +36,22 @@ CLOCK_SLACK_NS = 20_000_000
 _PR_SET_PDEATHSIG = 1
 
 
-def _fingerprints(paths: list[str], known: Optional[dict] = None) -> dict[str, list]:
-    """Fingerprints of the files; those of ``known`` (a base the manager verified) taken where their stat proves
-    them, so that a new server does not read the libraries' hundreds of MB again."""
-    files, at = (known["files"], known["recorded_ns"]) if known else ({}, 0)
-    return {path: fingerprint(path, files.get(path), at) for path in paths}
+def _fingerprints(paths: list[str]) -> dict[str, list]:
+    return {path: fingerprint(path) for path in paths}
 
 
 def _changed_since(fingerprints: dict[str, list], started_ns: int) -> list[str]:
     return [path for path, fp in fingerprints.items() if fp[0] is not None and fp[5] >= started_ns - CLOCK_SLACK_NS]
 
 
-def _base(started_ns: int, sys_path: list[str], known: Optional[dict]) -> dict:
-    """What the server itself depended on when it was ready: every build from it depends on that."""
+def _base(started_ns: int, sys_path: list[str], known: Optional[dict], kept: Kept) -> dict:
+    """What the server itself depended on when it was ready: every build from it depends on that. The files'
+    fingerprints are taken from ``kept`` or ``known`` (a base the manager verified) where their stat proves them, so
+    that a new server does not read the libraries' hundreds of MB again."""
     files = [*record.module_files(), *record.opened_files(), os.path.realpath(sys.executable)]
-    fingerprints = _fingerprints(list(dict.fromkeys(files)), known)
+    from_base = {path: [*fp, known["recorded_ns"]] for path, fp in known["files"].items()} if known else {}
+    fingerprints = kept.fingerprints(list(dict.fromkeys(files)), from_base)
+    kept.save()
     base = {
         "format": FORMAT,
         "python": {"executable": sys.executable, "version": sys.version},  # its binary is among the files
@@ -69,8 +72,8 @@ def _base(started_ns: int, sys_path: list[str], known: Optional[dict]) -> dict:
 _SAME_BASE = ("format", "python", "sys_path", "cwd", "env", "files", "changed_while_loading")
 
 
-def _build(directory: str, base: dict, started_ns: int, environ: dict[str, str]) -> int:
-    """In the child: one build; 0 if it wrote its result and dependencies."""
+def _build(directory: str, base: dict, started_ns: int, environ: dict[str, str], digest_fd: int) -> int:
+    """In the child: one build; 0 if it wrote its result and dependencies (and sent their digests to ``digest_fd``)."""
     import pickle
 
     from sisyphus.hash import sis_hash_helper
@@ -91,7 +94,6 @@ def _build(directory: str, base: dict, started_ns: int, environ: dict[str, str])
         print(f"error: the builder {name} returned a {type(result).__name__}, not a ReturnnCommonSerializer")
         return 1
     data = job_paths.dumps(result, paths)
-    import hashlib
 
     sis_hash = hashlib.sha256(sis_hash_helper(result)).hexdigest()
     known = base["files"]
@@ -105,14 +107,16 @@ def _build(directory: str, base: dict, started_ns: int, environ: dict[str, str])
         "sis_hash": sis_hash,
         "changed_while_building": _changed_since(fingerprints, started_ns),
     }
-    with open(os.open(os.path.join(directory, "result.pickle"), os.O_WRONLY | os.O_CREAT, PRIVATE), "wb") as f:
-        f.write(data)
-    with open(os.open(os.path.join(directory, "deps.json"), os.O_WRONLY | os.O_CREAT, PRIVATE), "w") as f:
-        json.dump(deps, f)
+    deps_data = json.dumps(deps).encode()
+    for name, content in [("result.pickle", data), ("deps.json", deps_data)]:
+        with open(os.open(os.path.join(directory, name), os.O_WRONLY | os.O_CREAT | os.O_EXCL, PRIVATE), "wb") as f:
+            f.write(content)
+    digests = {"result.pickle": hashlib.sha256(data).hexdigest(), "deps.json": hashlib.sha256(deps_data).hexdigest()}
+    os.write(digest_fd, json.dumps(digests).encode())
     return 0
 
 
-def _child(request: dict, base: dict, protocol_fd: int) -> None:
+def _child(request: dict, base: dict, protocol_fd: int, digest_fd: int) -> None:
     ctypes.CDLL(None).prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
     os.setpgid(0, 0)  # what the builder starts is in its group, which ends with the build
     status = 1
@@ -126,7 +130,7 @@ def _child(request: dict, base: dict, protocol_fd: int) -> None:
         sys.stderr.flush()
         os.dup2(log, 1)
         os.dup2(log, 2)
-        status = _build(directory, base, request["started_ns"], request["environ"])
+        status = _build(directory, base, request["started_ns"], request["environ"], digest_fd)
     except BaseException:
         traceback.print_exc()
         _say_rc_compat(sys.exc_info()[2])
@@ -165,6 +169,7 @@ class _Lines:
 
 def main() -> None:
     started_ns = time.time_ns()
+    kept = Kept(kept_path())  # read before recording starts: no dependency of builds
     record.install()
     protocol_fd = os.dup(1)
     os.dup2(2, 1)  # what the libraries print while importing goes where the server's errors go
@@ -187,7 +192,7 @@ def main() -> None:
             continue
         preloaded.append(name)
 
-    base = _base(started_ns, setup[0]["sys_path"], setup[0]["known"])
+    base = _base(started_ns, setup[0]["sys_path"], setup[0]["known"], kept)
     with open(os.open(setup[0]["base"], os.O_WRONLY | os.O_CREAT, PRIVATE), "w") as f:
         json.dump(base, f)
     protocol.write(json.dumps({"ready": True, "preloaded": preloaded}) + "\n")
@@ -200,32 +205,48 @@ def main() -> None:
 def _serve(requests: _Lines, protocol, base: dict, protocol_fd: int) -> None:
     selector = selectors.DefaultSelector()
     selector.register(requests.fd, selectors.EVENT_READ)
-    children: dict[int, tuple[int, int]] = {}  # pidfd -> (pid, request id)
+    children: dict[int, tuple[int, int, int]] = {}  # pidfd -> (pid, request id, the read end of its digest pipe)
     try:
         while True:
             for key, _ in selector.select():
                 if key.fd == requests.fd:
                     for request in requests.read():
+                        digests_in, digests_out = os.pipe()
                         pid = os.fork()
                         if pid == 0:
                             selector.close()
-                            _child(request, base, protocol_fd)
+                            os.close(digests_in)
+                            _child(request, base, protocol_fd, digests_out)
+                        os.close(digests_out)
                         pidfd = os.pidfd_open(pid)
                         selector.register(pidfd, selectors.EVENT_READ)
-                        children[pidfd] = (pid, request["id"])
+                        children[pidfd] = (pid, request["id"], digests_in)
                 else:
-                    pid, request_id = children.pop(key.fd)
+                    pid, request_id, digests_in = children.pop(key.fd)
                     selector.unregister(key.fd)
                     os.close(key.fd)
                     _, status = os.waitpid(pid, 0)
                     _end_group(pid)
                     code = -os.WTERMSIG(status) if os.WIFSIGNALED(status) else os.WEXITSTATUS(status)
-                    protocol.write(json.dumps({"id": request_id, "status": code}) + "\n")
+                    digests = _sent(digests_in)
+                    protocol.write(json.dumps({"id": request_id, "status": code, "digests": digests}) + "\n")
     finally:
-        for pid, _ in children.values():
+        for pid, _, _ in children.values():
             os.kill(pid, signal.SIGKILL)
             os.waitpid(pid, 0)
             _end_group(pid)
+
+
+def _sent(digests_in: int) -> dict[str, str]:
+    """The digests a build process sent before it ended (none if it failed first); the pipe is closed."""
+    os.set_blocking(digests_in, False)
+    try:
+        data = os.read(digests_in, 65536)
+    except BlockingIOError:  # a process the build started holds the pipe open and nothing was sent
+        data = b""
+    finally:
+        os.close(digests_in)
+    return json.loads(data) if data else {}
 
 
 def _end_group(pid: int) -> None:

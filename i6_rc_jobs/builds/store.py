@@ -15,7 +15,13 @@ the umask gives, complete directories renamed into place, locks that the kernel 
   by the digest of the pickled call;
 - ``bases/<digest>.json`` and ``.sig``: what the build server had loaded before it forked a build (the libraries),
   shared by the builds it made;
-- ``locks/<call key>.lock``, ``tmp/``, ``failed/<call key>.log`` (the output of the last failed build)."""
+- ``locks/<call key>.lock``, ``tmp/``, ``failed/<call key>.log`` (the output of the last failed build).
+
+Who may share it: the user and the users of a group the user is in (they share the key, so they could sign anything
+anyway). The root may be writable by every user if it has the sticky bit (``/tmp``'s mode: nobody renames another's
+files there); every directory in it must be owned by the user, by root or by a user of one of the user's groups, and
+writable by no one else, or it is refused: another user who owns ``tmp/`` could swap a build's directory and have
+its result signed. A build runs in a directory of its own, closed to everyone else (0700) until it is complete."""
 
 from __future__ import annotations
 
@@ -61,6 +67,7 @@ class Store:
     def __init__(self, root: Path):
         self.root = root
         self._key: Optional[bytes] = None
+        self._trusted: set[Path] = set()
 
     # -- the key ------------------------------------------------------------------------------------------------
 
@@ -77,12 +84,7 @@ class Store:
         return self._key
 
     def _read_key(self, path: Path) -> bytes:
-        directory = os.stat(self.root)
-        if directory.st_mode & stat.S_IWOTH and not directory.st_mode & stat.S_ISVTX:
-            raise UnsafeCacheError(
-                f"the build cache {self.root} is writable by every user (mode {stat.S_IMODE(directory.st_mode):o}): "
-                f"anyone could replace its key; chmod o-w {self.root}"
-            )
+        self.directory()
         fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW)
         try:
             st = os.fstat(fd)
@@ -119,6 +121,26 @@ class Store:
         finally:
             os.unlink(tmp)
 
+    def directory(self, *parts: str, make: bool = False) -> Path:
+        """The cache's directory ``root/parts...`` (made if ``make``), each level checked once: refused if another
+        user could swap what is in it (see the module docstring)."""
+        if make:
+            self.root.mkdir(parents=True, exist_ok=True)
+        for level in [self.root.joinpath(*parts[:i]) for i in range(len(parts) + 1)]:
+            if level in self._trusted:
+                continue
+            if make:
+                level.mkdir(exist_ok=True)
+            try:
+                st = os.lstat(level)
+            except FileNotFoundError:
+                break
+            if stat.S_ISREG(st.st_mode):  # a stray file: it fails what is done with it as a directory
+                break
+            _check_directory(level, st, sticky_allowed=level == self.root)
+            self._trusted.add(level)
+        return self.root.joinpath(*parts)
+
     def sign(self, data: bytes) -> bytes:
         return hmac.new(self.key(), data, "sha256").hexdigest().encode()
 
@@ -135,20 +157,20 @@ class Store:
 
     # -- layout -------------------------------------------------------------------------------------------------
 
-    def entry_dir(self, call_key: str) -> Path:
-        return self.root / "entries" / call_key
+    def entry_dir(self, call_key: str, make: bool = False) -> Path:
+        return self.directory("entries", call_key, make=make)
 
     def lock(self, call_key: str) -> Path:
-        return self.root / "locks" / f"{call_key}.lock"
+        return self.directory("locks", make=True) / f"{call_key}.lock"
 
     def failed_log(self, call_key: str) -> Path:
-        return self.root / "failed" / f"{call_key}.log"
+        return self.directory("failed", make=True) / f"{call_key}.log"
 
     def partial(self, label: str) -> Path:
-        """A new directory in ``tmp/``, closed to others: what a build writes there (its output, its result) is the
-        cache's users' only."""
-        partial = partial_dir(self.root / "tmp", label)
-        os.chmod(partial, stat.S_IMODE(os.stat(partial).st_mode) & ~0o007)
+        """A new directory in ``tmp/``, made by this process (exclusively) and closed to everyone else: what a build
+        writes there (its output, its result) is this user's only until :meth:`put` opens it to the group."""
+        partial = partial_dir(self.directory("tmp", make=True), label, mode=0o700)
+        _check_directory(partial, os.lstat(partial), sticky_allowed=False)
         return partial
 
     def variants(self, call_key: str) -> list[Path]:
@@ -161,22 +183,21 @@ class Store:
 
     def all_variants(self) -> Iterator[Path]:
         try:
-            keys = sorted(os.listdir(self.root / "entries"))
+            keys = sorted(os.listdir(self.directory("entries")))
         except OSError:
             return
         for call_key in keys:
-            if self.entry_dir(call_key).is_dir():
+            if (self.root / "entries" / call_key).is_dir():
                 yield from self.variants(call_key)
             else:  # a stray file: listed, so that it is seen (and pruned)
-                yield self.entry_dir(call_key)
+                yield self.root / "entries" / call_key
 
     # -- bases --------------------------------------------------------------------------------------------------
 
     def put_base(self, data: bytes) -> str:
         digest = sha256_hex(data)
-        path = self.root / "bases" / f"{digest}.json"
+        path = self.directory("bases", make=True) / f"{digest}.json"
         if self.read_signed(path, path.with_suffix(".sig")) is None:
-            path.parent.mkdir(parents=True, exist_ok=True)
             write_atomically(path, data, PRIVATE)
             write_atomically(path.with_suffix(".sig"), self.sign(data), PRIVATE)
         return digest
@@ -185,13 +206,13 @@ class Store:
         """The base stored last, if it is signed: what a new server compares its own with, so that an equal one is
         not stored again."""
         try:
-            paths = sorted((self.root / "bases").glob("*.json"), key=lambda path: path.stat().st_mtime)
+            paths = sorted(self.directory("bases").glob("*.json"), key=lambda path: path.stat().st_mtime)
         except OSError:  # none, or one removed while listed
             return None
         return self.base(paths[-1].stem) if paths else None
 
     def base(self, digest: str) -> Optional[dict[str, Any]]:
-        path = self.root / "bases" / f"{digest}.json"
+        path = self.directory("bases") / f"{digest}.json"
         data = self.read_signed(path, path.with_suffix(".sig"))
         if data is None or sha256_hex(data) != digest:
             return None
@@ -231,8 +252,10 @@ class Store:
             write_private(partial / name, content)
         for path in partial.iterdir():
             _fsync(path)
-        target = self.entry_dir(call_key) / f"{time.time_ns():020d}-{secrets.token_hex(4)}"
-        target.parent.mkdir(parents=True, exist_ok=True)
+        umask = os.umask(0)
+        os.umask(umask)
+        os.chmod(partial, 0o770 & ~umask)  # the group's, as the files in it
+        target = self.entry_dir(call_key, make=True) / f"{time.time_ns():020d}-{secrets.token_hex(4)}"
         into_place(partial, target)
         return target
 
@@ -249,6 +272,26 @@ class Store:
 def _bound(call_sha256: str, data: bytes) -> bytes:
     """What an entry's signature covers: its format, its call and its entry.json."""
     return f"i6_rc_jobs build entry {FORMAT} {call_sha256}\n".encode() + data
+
+
+def _ours(gid: int) -> bool:
+    return gid in (os.getegid(), *os.getgroups())
+
+
+def _check_directory(path: Path, st: os.stat_result, sticky_allowed: bool) -> None:
+    """Refuses a directory of the cache that someone outside the user's groups owns or may write (the root may be
+    writable by everyone with the sticky bit)."""
+    mode = stat.S_IMODE(st.st_mode)
+    others_write = mode & stat.S_IWOTH and not (sticky_allowed and mode & stat.S_ISVTX)
+    group_write = mode & stat.S_IWGRP and not _ours(st.st_gid)
+    owner = st.st_uid in (os.geteuid(), 0) or _ours(st.st_gid)
+    if not stat.S_ISDIR(st.st_mode) or others_write or group_write or not owner:
+        what = "a directory" if stat.S_ISDIR(st.st_mode) else "not a directory"
+        raise UnsafeCacheError(
+            f"the build cache's {path} ({what}, owner uid {st.st_uid}, gid {st.st_gid}, mode {mode:o}) could be "
+            "changed by users outside this user's groups, who could swap what a build made: have its owner or root "
+            f"remove it (rm -r {path}), or use a cache of your own (${ENV})"
+        )
 
 
 def touch_used(variant: Path) -> None:

@@ -306,11 +306,12 @@ def remove(tree: Path) -> None:
     shutil.rmtree(tree, ignore_errors=True)
 
 
-def partial_dir(directory: Path, label: str) -> Path:
+def partial_dir(directory: Path, label: str, mode: int = 0o777) -> Path:
     """A new directory ``.<label>.<host>.<pid>.<random>`` in ``directory``, to build something in before it is renamed
     into place. Removes first those that processes of this host left when they died (a cache on a shared file
     system also holds those of other hosts, which may still be at work). Its mode is what the umask gives, not
-    ``mkdtemp``'s 0700: it becomes a tree or a clone that other users of the cache read."""
+    ``mkdtemp``'s 0700: it becomes a tree or a clone that other users of the cache read (``mode``, less the umask,
+    for one that must stay private)."""
     directory.mkdir(parents=True, exist_ok=True)
     prefix, host = f".{label}.", socket.gethostname()
     for entry in os.listdir(directory):
@@ -320,7 +321,7 @@ def partial_dir(directory: Path, label: str) -> Path:
     while True:
         partial = directory / f"{prefix}{host}.{os.getpid()}.{secrets.token_hex(4)}"
         try:
-            partial.mkdir()
+            partial.mkdir(mode)
         except FileExistsError:
             continue
         return partial

@@ -79,6 +79,41 @@ def spawning(pid_file: str):
     return rc_serializers.model("lstm_stack", num_layers=1, hidden=8)
 
 
+def reporting_directory(report: str):
+    """Writes the owner and mode of the directory its build runs in to ``report``, and builds."""
+    import json
+    import stat
+    import sys
+
+    st = os.stat(os.path.dirname(sys.pycache_prefix))
+    with open(report, "w") as f:
+        json.dump({"uid": st.st_uid, "mode": stat.S_IMODE(st.st_mode)}, f)
+    from tests import rc_serializers
+
+    return rc_serializers.model("lstm_stack", num_layers=1, hidden=8)
+
+
+def swapped_result():
+    """Builds, but its result.pickle holds other bytes than those the build process made, as when another process
+    swaps the file: every os.open of it in this build process writes a pickled string there instead."""
+    import pickle
+
+    real_open = os.open
+
+    def swapping_open(path, flags, *args):
+        fd = real_open(path, flags, *args)
+        if str(path).endswith("result.pickle"):
+            os.write(fd, pickle.dumps("swapped"))
+            os.close(fd)
+            return real_open(os.devnull, os.O_WRONLY)
+        return fd
+
+    os.open = swapping_open
+    from tests import rc_serializers
+
+    return rc_serializers.model("lstm_stack", num_layers=1, hidden=8)
+
+
 def failing(code: int):
     with open(os.path.join(HERE, "counter"), "a") as f:
         f.write(f"{os.getpid()}\\n")
