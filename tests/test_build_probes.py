@@ -4,16 +4,24 @@ a tiny module) and tiny builders that return what they saw (tests/support/probe_
 
 from __future__ import annotations
 
+import os
+import shutil
 import sqlite3
 import sys
+import tempfile
 import time
 from pathlib import Path
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from i6_rc_jobs.builds import Builds, stop_servers
 from tests.support import probe_recipes
 
+#: What the build server imports: pbase (a library a test edits) and what makes a serializer, so that a build
+#: imports only the builders.
+PRELOAD = ("pbase", "i6_rc_jobs.serialization.capture", "i6_rc_jobs.serialization.convert", "tensorflow")
 #: Every file a test writes is older than this when it builds (see tests/test_builds.py).
 SETTLE_S = 0.05
 
@@ -44,7 +52,7 @@ def setup(dirs, tmp_path, monkeypatch):
     time.sleep(SETTLE_S)
     import pbuilders
 
-    return first, second, Builds(cache=tmp_path / "cache", workers=1, preload=("pbase",)), pbuilders
+    return first, second, Builds(cache=tmp_path / "cache", workers=1, preload=PRELOAD), pbuilders
 
 
 def _edit(path: Path, text: str) -> None:
@@ -80,7 +88,7 @@ def test_a_probed_or_listed_flag_that_appears_rebuilds(setup, how):
     after = _saw(builds, pbuilders.probed, how)
     assert after != before
     assert after == probe_recipes.saw(
-        Builds(cache=first.parent / f"empty-{how}", preload=("pbase",)).build(pbuilders.probed, how)
+        Builds(cache=first.parent / f"empty-{how}", preload=PRELOAD).build(pbuilders.probed, how)
     )
 
 
@@ -133,3 +141,94 @@ def test_a_declared_file_that_c_code_reads_is_a_dependency(setup):
         connection.close()
         time.sleep(SETTLE_S)
         assert _saw(builds, pbuilders.from_sqlite, True) == str(value)
+
+
+_EDITS = st.one_of(
+    st.tuples(st.just("read"), st.integers(0, 3)),
+    st.tuples(st.just("flag"), st.booleans()),
+    st.tuples(st.just("listed"), st.sampled_from("abc"), st.booleans()),
+    st.tuples(st.just("optional"), st.none() | st.integers(0, 3)),
+    st.tuples(st.just("module"), st.sampled_from(["first", "second"]), st.none() | st.integers(0, 3)),
+    st.tuples(st.just("env"), st.none() | st.integers(0, 3)),
+    st.just(("build",)),
+)
+
+
+def _apply(first: Path, second: Path, edit: tuple, state: dict) -> None:
+    """Makes ``edit`` on disk or in the environment, and in ``state`` (what the builder should see)."""
+    data = first / "data"
+    kind, *values = edit
+    if kind == "read":
+        (data / "read.txt").write_text(str(values[0]))
+        state["read"] = str(values[0])
+    elif kind == "flag":
+        (data / "flag").write_text("") if values[0] else (data / "flag").unlink(missing_ok=True)
+        state["probed"] = values[0]
+    elif kind == "listed":
+        name, present = values
+        (data / "listed" / name).write_text("") if present else (data / "listed" / name).unlink(missing_ok=True)
+        state["listed"] = sorted({*state["listed"], name} if present else set(state["listed"]) - {name})
+    elif kind == "optional":
+        (
+            (data / "optional.txt").write_text(str(values[0]))
+            if values[0] is not None
+            else (data / "optional.txt").unlink(missing_ok=True)
+        )
+        state["optional"] = None if values[0] is None else str(values[0])
+    elif kind == "module":
+        where, value = values
+        path = (first if where == "first" else second) / "plib.py"
+        path.write_text(f"VALUE = {value}\n") if value is not None else path.unlink(missing_ok=True)
+        state[f"module_{where}"] = value
+    elif kind == "env":
+        if values[0] is None:
+            os.environ.pop("PROBES_VALUE", None)
+        else:
+            os.environ["PROBES_VALUE"] = str(values[0])
+        state["env"] = None if values[0] is None else str(values[0])
+
+
+def _expected(state: dict) -> str:
+    """What ``pbuilders.everything`` returns for ``state``."""
+    module = state["module_first"] if state["module_first"] is not None else state["module_second"]
+    keys = ("read", "probed", "listed", "optional")
+    return repr({**{key: state[key] for key in keys}, "module": module, "env": state["env"], "base": 0})
+
+
+_STEPS = 20
+_EXAMPLES = 25  # 500 steps
+
+
+@pytest.mark.slow
+@settings(max_examples=_EXAMPLES, deadline=None, suppress_health_check=list(HealthCheck))
+@given(st.lists(_EDITS, min_size=_STEPS, max_size=_STEPS))
+def test_a_cached_build_is_never_stale_after_any_edits(dirs, edits):
+    """Random edits of every kind of dependency, and builds: each result is what a build into an empty cache gives,
+    and what the builder sees."""
+    first, second = dirs
+    for path in [first / "plib.py", second / "plib.py", *(first / "data" / "listed").iterdir()]:
+        path.unlink()
+    for name in ("flag", "optional.txt"):
+        (first / "data" / name).unlink(missing_ok=True)
+    (first / "data" / "read.txt").write_text("0")
+    (first / "pbase.py").write_text("VALUE = 0\n")
+    environ = os.environ.pop("PROBES_VALUE", None)
+    state = {"read": "0", "probed": False, "listed": [], "optional": None, "module_first": None}
+    state.update(module_second=None, env=None)
+    root = Path(tempfile.mkdtemp(dir=first.parent))
+    import pbuilders
+
+    try:
+        builds = Builds(cache=root / "cache", workers=1, preload=PRELOAD)
+        for step, edit in enumerate([*edits, ("build",)]):
+            if edit[0] != "build":
+                _apply(first, second, edit, state)
+                time.sleep(0.03)
+                continue
+            cached = probe_recipes.saw(builds.build(pbuilders.everything))
+            empty = Builds(cache=root / f"empty-{step}", workers=1, preload=PRELOAD)
+            assert cached == probe_recipes.saw(empty.build(pbuilders.everything)) == _expected(state), edits[:step]
+    finally:
+        shutil.rmtree(root)
+        if environ is not None:
+            os.environ["PROBES_VALUE"] = environ

@@ -16,6 +16,7 @@ from __future__ import annotations
 import hashlib
 import importlib.machinery
 import os
+import re
 import sys
 from typing import Any, Iterable, Optional
 
@@ -34,6 +35,11 @@ _read_write: dict[str, Optional[str]] = {}  # opened for reading and writing: th
 _modules: dict[tuple[str, tuple[str, ...]], Optional[list]] = {}  # (name, path searched) -> where it resolved
 
 
+#: Where the import system lists the directories on sys.path: what it found there is recorded by module name (see
+#: :func:`_recording_find_spec`), and the distributions' metadata (``importlib.metadata``) by the files it reads.
+#: Recorded as listings, every file added to a directory on sys.path would invalidate every entry.
+_IMPORT_SYSTEM = re.compile(r"^<frozen importlib|[/\\]importlib[/\\]metadata[/\\]|[/\\]importlib_metadata[/\\]")
+
 #: Events that change a file (args[index] is its path): the process's own output, no input.
 _CHANGING = {"os.utime": 0, "os.chmod": 0, "os.truncate": 0, "os.rename": 1, "os.replace": 1}
 
@@ -46,8 +52,9 @@ def _on_audit(event: str, args: tuple) -> None:
         return
     if event in ("os.listdir", "os.scandir"):
         path = args[0]
-        by_imports = sys._getframe(1).f_code.co_filename.startswith("<frozen importlib")  # see _recording_find_spec
-        if not by_imports and (path is None or isinstance(path, (str, bytes, os.PathLike))):
+        if not _IMPORT_SYSTEM.search(sys._getframe(1).f_code.co_filename) and (
+            path is None or isinstance(path, (str, bytes, os.PathLike))
+        ):
             _listed.setdefault(os.path.abspath(os.fsdecode(path if path is not None else ".")))
         return
     if event != "open":
