@@ -207,7 +207,7 @@ def test_a_cached_build_is_never_stale_after_any_edits(dirs, edits):
     and what the builder sees."""
     first, second = dirs
     for path in [first / "plib.py", second / "plib.py", *(first / "data" / "listed").iterdir()]:
-        path.unlink()
+        path.unlink(missing_ok=True)
     for name in ("flag", "optional.txt"):
         (first / "data" / name).unlink(missing_ok=True)
     (first / "data" / "read.txt").write_text("0")
