@@ -64,12 +64,13 @@ def _on_audit(event: str, args: tuple) -> None:
         return
     access = flags & os.O_ACCMODE  # set for every open: io.open's, io.open_code's and os.open's
     path = os.path.abspath(os.fsdecode(path))
-    if access == os.O_RDWR and path not in _read_write and path not in _written:
-        _read_write[path] = digest(path)  # an input if it is the same after the build (numpy's memmap "r+")
-    elif access != os.O_WRONLY:
-        _opened.setdefault(path)
-    if access == os.O_WRONLY:
+    made = access == os.O_WRONLY or flags & (os.O_CREAT | os.O_TRUNC)  # "w", "a", "w+", "x", a temporary file
+    if made:
         _written.add(path)
+    elif access == os.O_RDWR and path not in _read_write and path not in _written:
+        _read_write[path] = digest(path)  # an input if it is the same after the build (numpy's memmap "r+")
+    if not made:
+        _opened.setdefault(path)
 
 
 def _recording_stat(stat: Any) -> Any:
@@ -185,7 +186,7 @@ def listings(exclude: Optional[str] = None) -> dict[str, Optional[str]]:
 
 def module_probes() -> list[list]:
     """Every module name looked for on a path so far, with the path and where it resolved (None: nowhere)."""
-    return [[name, list(path), found] for (name, path), found in _modules.items()]
+    return [[name, list(path), found] for (name, path), found in sorted(_modules.items(), key=lambda item: item[0])]
 
 
 def depend_on(*paths: str, env: Iterable[str] = ()) -> None:
