@@ -19,6 +19,7 @@ from hypothesis import strategies as st
 from i6_rc_jobs.builds import Builds, stop_servers
 from tests.support import probe_recipes
 
+pytestmark = pytest.mark.slow  # each starts or replaces a build server that imports TensorFlow
 #: What the build server imports: pbase (a library a test edits) and what makes a serializer, so that a build
 #: imports only the builders.
 PRELOAD = ("pbase", "i6_rc_jobs.serialization.capture", "i6_rc_jobs.serialization.convert", "tensorflow")
@@ -199,7 +200,6 @@ _STEPS = 20
 _EXAMPLES = 25  # 500 steps
 
 
-@pytest.mark.slow
 @settings(max_examples=_EXAMPLES, deadline=None, suppress_health_check=list(HealthCheck))
 @given(st.lists(_EDITS, min_size=_STEPS, max_size=_STEPS))
 def test_a_cached_build_is_never_stale_after_any_edits(dirs, edits):
