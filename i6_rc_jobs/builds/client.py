@@ -5,7 +5,9 @@ A call is cached under the Sisyphus hash of the builder's name and its arguments
 of that hash by the digest of its exact pickle (builder and arguments), to which an entry's signature is bound; an
 entry of it is used only if every dependency its build recorded (:mod:`.record`) still holds: the same Python,
 ``sys.path`` and working directory, the same values of the environment variables it read (compared by digest), the
-same content of every file it loaded or read (:mod:`.fingerprint`)."""
+same content of every file it loaded or read (:mod:`.fingerprint`), and the same findings where it looked: paths
+missing or directories, names in the directories it listed, the file each module name resolved to (:mod:`.probes`).
+A build server is replaced once its base no longer holds."""
 
 from __future__ import annotations
 
