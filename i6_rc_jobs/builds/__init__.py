@@ -8,8 +8,9 @@ from __future__ import annotations
 from typing import Any, Callable, Iterable
 
 from .client import BuildError, Builds, stop_servers
+from .record import depend_on
 
-__all__ = ["build", "build_many", "Builds", "BuildError", "stop_servers"]
+__all__ = ["build", "build_many", "Builds", "BuildError", "depend_on", "stop_servers"]
 
 _default = Builds()
 

@@ -5,7 +5,9 @@ A call is cached under the Sisyphus hash of the builder's name and its arguments
 of that hash by the digest of its exact pickle (builder and arguments), to which an entry's signature is bound; an
 entry of it is used only if every dependency its build recorded (:mod:`.record`) still holds: the same Python,
 ``sys.path`` and working directory, the same values of the environment variables it read (compared by digest), the
-same content of every file it loaded or read (:mod:`.fingerprint`)."""
+same content of every file it loaded or read (:mod:`.fingerprint`), and the same findings where it looked: paths
+missing or directories, names in the directories it listed, the file each module name resolved to (:mod:`.probes`).
+A build server is replaced once its base no longer holds."""
 
 from __future__ import annotations
 
@@ -29,7 +31,7 @@ from pathlib import Path
 from typing import Any, Callable, Iterable, Optional
 
 from ..imports.cache import holder, locked
-from . import job_paths
+from . import job_paths, probes
 from .fingerprint import Verifier
 from .record import value_digest
 from .store import PRIVATE, Store, cache_root, sha256_hex, touch_used, write_private
@@ -263,10 +265,10 @@ class _Batch:
             return f"another Python: {self.builds.executable()}, not {base['python']['executable']}"
         if base["sys_path"] != self.builds.sys_path():
             return "another sys.path"
-        return _env_changed(base["env"]) or self._file_changed(base)
+        return _env_changed(base["env"]) or self._file_changed(base) or probes.changed(base)
 
     def deps_hold(self, entry: dict[str, Any]) -> bool:
-        reason = _env_changed(entry["env"]) or self._file_changed(entry)
+        reason = _env_changed(entry["env"]) or self._file_changed(entry) or probes.changed(entry)
         if reason:
             logging.info("build cache: %s(%s) is built again: %s", entry["builder"], entry["arguments"], reason)
         return reason is None
@@ -311,7 +313,7 @@ class _Batch:
                         results[call.digest] = found
                         stack.close()
                         continue
-                    server = server or _server(self.builds, self.store)
+                    server = server or _server(self.builds, self.store, self.base_holds)
                     partial = self.store.partial("build")
                     stack.callback(shutil.rmtree, partial, ignore_errors=True)
                     started_ns = time.time_ns()
@@ -430,6 +432,9 @@ class _Batch:
                 "key": call.key,
                 "base": server.base_digest,
                 "files": deps["files"],
+                "probes": deps["probes"],
+                "listings": deps["listings"],
+                "modules": deps["modules"],
                 "env": deps["env"],
                 "recorded_ns": deps["recorded_ns"],
                 "sis_hash": deps["sis_hash"],
@@ -500,6 +505,7 @@ class _Server:
         self.base = json.loads(self.base_data)
         self.changed_while_loading = bool(self.base["changed_while_loading"])
         self.base_digest = hashlib.sha256(self.base_data).hexdigest()
+        _bases[self.base_digest] = self.base  # what this process made: checked as a stored base is
 
     def _send(self, message: dict[str, Any]) -> None:
         assert self.process.stdin is not None
@@ -600,12 +606,13 @@ def _scratch() -> Path:
     return Path(tempfile.gettempdir()) / f"i6_rc_jobs-builds-{os.getuid()}"
 
 
-def _server(builds: Builds, store: Store) -> _Server:
+def _server(builds: Builds, store: Store, base_holds: Callable[[str], Optional[bool]]) -> _Server:
     """The process's build server for this Python, path, working directory and preload (started on first use, and
-    anew when an environment variable it read while loading has changed), with its base in ``store``."""
+    anew when its base no longer holds: it would build with the code it loaded, not the code there is now), with its
+    base in ``store``."""
     key = (builds.executable(), tuple(builds.sys_path()), builds.workdir(), builds.preload)
     server = _servers.get(key)
-    if server is None or not server.current():
+    if server is None or not server.current() or not base_holds(server.base_digest):
         if server is not None:
             server.close()
         server = _servers[key] = _Server(builds, store)

@@ -44,11 +44,24 @@ def _changed_since(fingerprints: dict[str, list], started_ns: int) -> list[str]:
     return [path for path, fp in fingerprints.items() if fp[0] is not None and fp[5] >= started_ns - CLOCK_SLACK_NS]
 
 
+def _listed_since(listings: dict[str, Optional[str]], started_ns: int) -> list[str]:
+    """The directories listed whose names may have changed since the build began (their ctime is that late)."""
+    changed = []
+    for path in listings:
+        try:
+            if os.lstat(path).st_ctime_ns >= started_ns - CLOCK_SLACK_NS:
+                changed.append(path)
+        except OSError:
+            pass
+    return changed
+
+
 def _base(started_ns: int, sys_path: list[str], known: Optional[dict], kept: Kept) -> dict:
     """What the server itself depended on when it was ready: every build from it depends on that. The files'
     fingerprints are taken from ``kept`` or ``known`` (a base the manager verified) where their stat proves them, so
     that a new server does not read the libraries' hundreds of MB again."""
-    files = [*record.module_files(), *record.opened_files(), os.path.realpath(sys.executable)]
+    opened, found = record.looked_at()
+    files = [*record.module_files(), *opened, os.path.realpath(sys.executable)]
     from_base = {path: [*fp, known["recorded_ns"]] for path, fp in known["files"].items()} if known else {}
     fingerprints = kept.fingerprints(list(dict.fromkeys(files)), from_base)
     kept.save()
@@ -59,6 +72,9 @@ def _base(started_ns: int, sys_path: list[str], known: Optional[dict], kept: Kep
         "cwd": os.getcwd(),
         "env": record.environment(),
         "files": fingerprints,
+        "probes": found,
+        "listings": record.listings(),
+        "modules": record.module_probes(),
         "recorded_ns": time.time_ns(),
         "changed_while_loading": _changed_since(fingerprints, started_ns),
     }
@@ -69,7 +85,18 @@ def _base(started_ns: int, sys_path: list[str], known: Optional[dict], kept: Kep
 
 
 #: What makes two bases the same (not when they were recorded).
-_SAME_BASE = ("format", "python", "sys_path", "cwd", "env", "files", "changed_while_loading")
+_SAME_BASE = (
+    "format",
+    "python",
+    "sys_path",
+    "cwd",
+    "env",
+    "files",
+    "probes",
+    "listings",
+    "modules",
+    "changed_while_loading",
+)
 
 
 def _build(directory: str, base: dict, started_ns: int, environ: dict[str, str], digest_fd: int) -> int:
@@ -97,15 +124,23 @@ def _build(directory: str, base: dict, started_ns: int, environ: dict[str, str],
 
     sis_hash = hashlib.sha256(sis_hash_helper(result)).hexdigest()
     known = base["files"]
-    files = [path for path in record.module_files() + record.opened_files(exclude=directory) if path not in known]
+    opened, found = record.looked_at(exclude=directory)
+    files = [path for path in record.module_files() + opened if path not in known]
+    listings = {
+        path: digest for path, digest in record.listings(exclude=directory).items() if path not in base["listings"]
+    }
+    known_modules = {(name, tuple(path)) for name, path, _ in base["modules"]}
     fingerprints = _fingerprints(list(dict.fromkeys(files)))
     env = {name: value for name, value in record.environment().items() if name not in base["env"]}
     deps = {
         "files": fingerprints,
+        "probes": {path: what for path, what in found.items() if path not in base["probes"]},
+        "listings": listings,
+        "modules": [probe for probe in record.module_probes() if (probe[0], tuple(probe[1])) not in known_modules],
         "env": env,
         "recorded_ns": time.time_ns(),
         "sis_hash": sis_hash,
-        "changed_while_building": _changed_since(fingerprints, started_ns),
+        "changed_while_building": _changed_since(fingerprints, started_ns) + _listed_since(listings, started_ns),
     }
     deps_data = json.dumps(deps).encode()
     for name, content in [("result.pickle", data), ("deps.json", deps_data)]:

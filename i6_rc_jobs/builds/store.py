@@ -42,7 +42,7 @@ from ..imports.cache import into_place, partial_dir
 
 ENV = "I6_RC_BUILD_CACHE"
 #: The format of entries and bases, part of what is signed: entries of another format are not read, but rebuilt.
-FORMAT = 2
+FORMAT = 3
 #: The mode of the cache's files, less the umask: the user's and the group's (who share the key), nobody else's.
 PRIVATE = 0o660
 

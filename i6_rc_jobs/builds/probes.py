@@ -1,0 +1,75 @@
+"""What a build found where it looked, in a form that can be taken again later and compared: the kind of a path
+that is no regular file (missing, a directory), the names in a directory, the file a module name resolves to. The
+build process records these (:mod:`.record`) and the manager takes them again before it serves an entry
+(:mod:`.client`): both use these functions, so that "the same" means the same on both sides."""
+
+from __future__ import annotations
+
+import hashlib
+import importlib.machinery
+import os
+import stat
+from typing import Iterable, Optional
+
+#: os.stat before :mod:`.record` wraps it: what probes itself is not recorded.
+_stat = os.stat
+
+
+def kind(path: str) -> Optional[str]:
+    """What is at ``path`` (symbolic links followed): "file", "dir", "other", or None if nothing."""
+    try:
+        mode = _stat(path).st_mode
+    except (FileNotFoundError, NotADirectoryError):
+        return None
+    except OSError as e:  # e.g. a loop of links, no permission: that is what was found
+        return f"error {e.errno}"
+    return "file" if stat.S_ISREG(mode) else "dir" if stat.S_ISDIR(mode) else "other"
+
+
+def listing(path: str) -> Optional[str]:
+    """The SHA-256 of the sorted names in the directory, None if it cannot be listed."""
+    try:
+        names = sorted(os.fsencode(entry.name) for entry in os.scandir(path))
+    except OSError:
+        return None
+    return hashlib.sha256(b"\0".join(names)).hexdigest()
+
+
+def outcome(spec: Optional[importlib.machinery.ModuleSpec]) -> Optional[list]:
+    """What a module spec says of where its module is: [origin (None for a namespace package), search locations of a
+    package], None for no spec or a namespace package of no directory."""
+    if spec is None or (spec.loader is None and not spec.submodule_search_locations):
+        return None
+    return [spec.origin if spec.loader is not None else None, list(spec.submodule_search_locations or [])]
+
+
+def resolve(name: str, path: list[str]) -> Optional[list]:
+    """Where the path-based import system finds module ``name`` on ``path`` (sys.path, or its package's
+    ``__path__``), as :func:`outcome` says. (``_get_spec`` is ``PathFinder.find_spec`` without making a namespace
+    package's path object, which needs the parent package imported.)"""
+    return outcome(importlib.machinery.PathFinder._get_spec(name, path))  # type: ignore[attr-defined]
+
+
+def forget_listings(paths: Iterable[str]) -> None:
+    """Makes the import system list the directories on ``paths`` again: its cache of a directory's names is kept
+    while the directory's mtime is the same, which a file made within the clock's granularity keeps."""
+    for path in paths:
+        finder = importlib.machinery.PathFinder._path_importer_cache(path)  # type: ignore[attr-defined]
+        if finder is not None and hasattr(finder, "invalidate_caches"):
+            finder.invalidate_caches()
+
+
+def changed(record: dict) -> Optional[str]:
+    """What of the probes, listings and module resolutions ``record`` holds no longer holds, None if all does."""
+    for path, found in record["probes"].items():
+        if kind(path) != found:
+            return f"{path} is now {kind(path) or 'missing'}, was {found or 'missing'}"
+    for path, digest in record["listings"].items():
+        if listing(path) != digest:
+            return f"the names in {path} changed"
+    forget_listings({directory for _, path, _ in record["modules"] for directory in path})
+    for name, path, found in record["modules"]:
+        now = resolve(name, path)
+        if now != found:
+            return f"module {name} now resolves to {(now or ['nothing'])[0]}, was {(found or ['nothing'])[0]}"
+    return None
