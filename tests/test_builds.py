@@ -24,7 +24,7 @@ from pathlib import Path
 
 import pytest
 
-from i6_rc_jobs.builds import BuildError, Builds, stop_servers
+from i6_rc_jobs.builds import BuildError, Builds, client, stop_servers
 from i6_rc_jobs.builds.client import DEFAULT_PRELOAD
 from i6_rc_jobs.builds.fingerprint import RACY_NS
 from i6_rc_jobs.builds.store import Store, UnsafeCacheError
@@ -381,6 +381,7 @@ def test_a_server_start_takes_the_fingerprints_it_kept_where_their_stat_proves_t
     real = hashlib.sha256(library.read_bytes()).hexdigest()
 
     def recorded(cache: str) -> str:
+        monkeypatch.setattr(client, "_bases", {})  # as in a new manager: no verified base to take fingerprints from
         builds = Builds(cache=tmp_path / cache, workers=2, preload=(*DEFAULT_PRELOAD, "bpreloaded"))
         _lstm(builds, recipe, bmodels)
         stop_servers()
