@@ -447,10 +447,13 @@ def link_host_compiler_flags_with_gcc() -> None:
     """RETURNN's warp-transducer op (its RNN-T loss) gives its linker nvcc's ``-Xcompiler -fopenmp`` also when it
     compiles with g++ (without CUDA, as the check does), which g++ passes on to ld, and ld refuses: hand such a flag
     to g++ itself, as nvcc would, so that the check builds what RETURNN builds with CUDA. Patches RETURNN's native-code
-    compiler in this process, so only the CLI (a process of its own) calls it."""
+    compiler in this process, so only the CLI (a process of its own) calls it; an older RETURNN without the method that
+    hands the flags on (the 2024 and 2025 ones of the supported range) is left as it is."""
     from returnn.util.native_code_compiler import NativeCodeCompiler
 
-    transform = NativeCodeCompiler._transform_ld_flags
+    transform = getattr(NativeCodeCompiler, "_transform_ld_flags", None)
+    if transform is None:
+        return
 
     def _transform_ld_flags(self: NativeCodeCompiler, opts: Sequence[str]) -> Sequence[str]:
         if os.path.basename(self._get_compiler_bin()).startswith("nvcc"):
