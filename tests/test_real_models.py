@@ -24,6 +24,8 @@ from tests.support.dims import DimMap, assert_equal_up_to_dims
 from tests.support.sisyphus_setup import REPO
 from tests.support.training import RETURNN_ROOT
 
+pytestmark = pytest.mark.slow  # ten real models built, written, constructed and trained with RETURNN: about 8 minutes
+
 CASES = [(name, stage) for name in real_models.NAMES for stage in real_models.module(name).STAGES]
 TRAINABLE = [name for name in real_models.NAMES if real_models.module(name).TRAINS is None]
 HASH_SCHEMES = ("dict", "graph")
