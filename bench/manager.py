@@ -1,7 +1,7 @@
 """A manager's start with many returnn_common models: built in the manager as today, or by ``build_many`` out of it
 and cached. Run from the repository root:
 
-    .venv/bin/python -m bench.manager [--sweep 10] [--fresh-builds 8] [--out bench/results/manager.json]
+    .venv/bin/python -m bench.manager [--small 20] [--reps 3] [--sweep 10] [--fresh-builds 8] [--out ...]
 
 A Sisyphus setup in a temporary directory: recipe/ holds two model files (returnn_common's Transformer of 6 and of
 12 encoder and decoder layers, tests/rc_builders.py), config/ one config that makes, for each of ``--sweep`` model
@@ -12,7 +12,14 @@ manager`` does (``sisyphus.loader.config_manager.load_configs``), side by side i
 stay the same), which half of the builds depend on. Then the memory the manager keeps per cached build (tracemalloc
 over build_many with its results kept, a run of its own), and a fresh interpreter per build (a build server that imports nothing, so that every build
 imports TensorFlow itself) against the fork server, on ``--fresh-builds`` builds, cold. Every variant's job hashes
-must equal (a)'s."""
+must equal (a)'s.
+
+First, the cold targets, on a sweep of ``--small`` small models (recipe/bench_small.py, a few layers each), each
+variant in a fresh interpreter with an empty build cache: built in the manager against ``build_many``, for a new user
+(a home of its own: no fingerprints kept, no caches of the libraries) and then ``--reps`` times for a user whose
+build servers kept their fingerprints, alternating, so that the shared machine's load falls on both alike; and the
+build server's own start cost (what it costs beyond importing the libraries: its base, the fingerprints of the
+files it loaded, storing the base), as the manager measures it (``_Server.own_s``)."""
 
 from __future__ import annotations
 
@@ -48,6 +55,51 @@ def transformer(stage: int, model_dim: int):
 
     extern_data, network = rc_builders.transformer(rc_compat.apply(nn), LAYERS // 2 * stage, model_dim)
     return ReturnnCommonSerializer(extern_data=extern_data, network=network)
+'''
+
+SMALL_MODEL_FILE = '''
+"""Small models for the manager benchmark: a few layers, as a sweep over a hidden size builds them."""
+
+
+def small(hidden: int):
+    """Linear, ReLU, dropout, layer norm and a projection; returnn_common imported here only."""
+    from returnn_common import nn
+
+    from i6_rc_jobs import ReturnnCommonSerializer, rc_compat
+
+    nn = rc_compat.apply(nn)
+    nn.reset_default_root_name_ctx()
+    in_dim, hidden_dim = nn.FeatureDim("input", 40), nn.FeatureDim("hidden", hidden)
+    data = nn.get_extern_data(nn.Data("data", dim_tags=[nn.batch_dim, nn.SpatialDim("time"), in_dim]))
+    first, out = nn.Linear(in_dim, hidden_dim), nn.Linear(hidden_dim, nn.FeatureDim("out", 10))
+    norm = nn.LayerNorm(hidden_dim)
+    out(norm(nn.dropout(nn.relu(first(data)), 0.1, axis=hidden_dim))).mark_as_default_output()
+    return ReturnnCommonSerializer.from_returnn_common(out)
+'''
+
+SMALL_CONFIG = '''
+"""The cold sweep: $BENCH_MODE "manager" builds in the manager, "build_many" through an empty build cache."""
+
+import functools
+import json
+import os
+import time
+
+import bench_small
+
+from i6_rc_jobs import build_many
+from i6_rc_jobs.builds import client
+
+
+def py():
+    calls = [functools.partial(bench_small.small, 32 + 8 * i) for i in range({small})]
+    start = time.perf_counter()
+    built = [call() for call in calls] if os.environ["BENCH_MODE"] == "manager" else build_many(calls)
+    seconds = time.perf_counter() - start
+    own = [server.own_s for server in client._servers.values()]
+    hashes = [serializer._sis_hash().decode() for serializer in built]
+    with open(os.environ["BENCH_REPORT"], "w") as f:
+        json.dump({{"build_s": seconds, "builds": len(calls), "hashes": hashes, "server_own_s": own}}, f)
 '''
 
 CONFIG = '''
@@ -95,7 +147,7 @@ def py():
         kept = tracemalloc.get_traced_memory()[0]
         tracemalloc.stop()
     hashes = []
-    for index in range(0, len(built), 2):
+    for index in range(0, len(built) - 1, 2):  # an odd last build (BENCH_LIMIT) makes no staged job
         stage_1, stage_2 = built[index], built[index + 1]
         staged = ReturnnCommonSerializer(
             extern_data=stage_1.extern_data, staged_networks={{1: stage_1.network, 5: stage_2.network}}
@@ -119,7 +171,7 @@ sys.path.insert(0, {repo!r})
 logging.basicConfig(level=logging.INFO, format="%(message)s")
 start = time.perf_counter()
 from sisyphus.loader import config_manager
-config_manager.load_configs(["config/bench.py"])
+config_manager.load_configs([os.environ.get("BENCH_CONFIG", "config/bench.py")])
 seconds = time.perf_counter() - start
 report = json.load(open(os.environ["BENCH_REPORT"]))
 report["load_s"] = seconds
@@ -129,13 +181,15 @@ json.dump(report, open(os.environ["BENCH_REPORT"], "w"))
 """
 
 
-def make_setup(directory: Path, sweep: int) -> Path:
+def make_setup(directory: Path, sweep: int, small: int = 20) -> Path:
     for part in ("recipe", "config", "work"):
         (directory / part).mkdir(parents=True, exist_ok=True)
     (directory / "settings.py").write_text("WAIT_PERIOD_CACHE = 0\nWAIT_PERIOD_JOB_FS_SYNC = 0\n")
     for layers in (6, 12):
         (directory / "recipe" / f"bench_t{layers}.py").write_text(textwrap.dedent(MODEL_FILE.format(layers=layers)))
+    (directory / "recipe" / "bench_small.py").write_text(SMALL_MODEL_FILE)
     (directory / "config" / "bench.py").write_text(textwrap.dedent(CONFIG.format(sweep=sweep)))
+    (directory / "config" / "small.py").write_text(SMALL_CONFIG.format(small=small))
     time.sleep(0.1)  # files a build depends on are older than its start (see i6_rc_jobs/builds/server.py)
     return directory
 
@@ -179,34 +233,101 @@ def entries_since(cache: Path, since_ns: int) -> dict[str, int]:
     return counts
 
 
+def cold_sweep(setup: Path, work: Path, reps: int) -> dict[str, Any]:
+    """The cold targets on the small models (see the module docstring): each variant with an empty cache."""
+    results: dict[str, Any] = {"new_user": {}, "kept": []}
+    small = {"BENCH_CONFIG": "config/small.py"}
+    homes = {name: work / f"home-{name}" for name in ("manager", "build_many")}
+    for mode, home in homes.items():  # a new user: nothing kept, nothing cached by the libraries
+        home.mkdir()
+        cache = work / f"cache-new-{mode}"
+        results["new_user"][mode] = run_variant(setup, mode, cache, HOME=str(home), **small)
+    for rep in range(reps):  # the same user (build_many's home, which now holds its fingerprints and caches)
+        pair = {
+            mode: run_variant(setup, mode, work / f"cache-{rep}-{mode}", HOME=str(homes["build_many"]), **small)
+            for mode in ("manager", "build_many")
+        }
+        results["kept"].append(pair)
+    return results
+
+
 def main(argv: list[str]) -> int:
     parser = argparse.ArgumentParser(prog="python -m bench.manager", description=__doc__.split("\n\n")[0])
-    parser.add_argument("--sweep", type=int, default=10, help="model dims per depth (builds: 4 x sweep)")
+    parser.add_argument("--small", type=int, default=20, help="small models of the cold sweep (0: none)")
+    parser.add_argument("--reps", type=int, default=3, help="repetitions of the cold sweep with kept fingerprints")
+    parser.add_argument("--sweep", type=int, default=10, help="model dims per depth (builds: 4 x sweep; 0: none)")
     parser.add_argument("--fresh-builds", type=int, default=8, help="builds for fork server vs fresh interpreter")
     parser.add_argument("--out", default=str(REPO / "bench" / "results" / "manager.json"))
     args = parser.parse_args(argv)
     work = Path(tempfile.mkdtemp(prefix="bench-manager-"))
+    results: dict[str, Any] = {"load": [os.getloadavg()[0]]}
     try:
-        setup = make_setup(work / "setup", args.sweep)
-        cache = work / "cache"
-        results: dict[str, Any] = {}
-        results["a"] = run_variant(setup, "manager", cache)
-        results["b"] = run_variant(setup, "build_many", cache)
-        results["c"] = run_variant(setup, "build_many", cache)
-        results["c_memory"] = run_variant(setup, "build_many", cache, BENCH_MEMORY="1")
-        with open(setup / "recipe" / "bench_t6.py", "a") as f:
-            f.write("# edited\n")
-        edited_ns = time.time_ns()
-        time.sleep(0.1)
-        results["d"] = run_variant(setup, "build_many", cache)
-        results["d_rebuilt"] = entries_since(cache, edited_ns)
-        n = args.fresh_builds
-        results["fork_server"] = run_variant(setup, "build_many", work / "cache-fork", BENCH_LIMIT=str(n))
-        results["fresh_interpreter"] = run_variant(setup, "fresh", work / "cache-fresh", BENCH_LIMIT=str(n))
+        setup = make_setup(work / "setup", args.sweep, args.small)
+        if args.small:
+            results["cold"] = cold_sweep(setup, work, args.reps)
+            results["load"].append(os.getloadavg()[0])
+            report_cold(results["cold"])
+        if args.sweep:
+            transformers(setup, work, args, results)
+            results["load"].append(os.getloadavg()[0])
     finally:
         shutil.rmtree(work, ignore_errors=True)
-    report(results, args)
+    if args.sweep:
+        report(results, args)
+    print("load average (1 min) at the start and after each part: " + ", ".join(f"{x:.1f}" for x in results["load"]))
+    out = Path(args.out)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    meta = {"date": date(), "cores": os.cpu_count(), "python": platform.python_version(), "args": vars(args)}
+    out.write_text(json.dumps({"meta": meta, **results}, indent=2))
     return 0
+
+
+def transformers(setup: Path, work: Path, args: argparse.Namespace, results: dict[str, Any]) -> None:
+    """Variants (a) to (d), the memory kept per build, and the fork server against a fresh interpreter per build."""
+    cache = work / "cache"
+    results["a"] = run_variant(setup, "manager", cache)
+    results["b"] = run_variant(setup, "build_many", cache)
+    results["c"] = run_variant(setup, "build_many", cache)
+    results["c_memory"] = run_variant(setup, "build_many", cache, BENCH_MEMORY="1")
+    with open(setup / "recipe" / "bench_t6.py", "a") as f:
+        f.write("# edited\n")
+    edited_ns = time.time_ns()
+    time.sleep(0.1)
+    results["d"] = run_variant(setup, "build_many", cache)
+    results["d_rebuilt"] = entries_since(cache, edited_ns)
+    n = args.fresh_builds
+    results["fork_server"] = run_variant(setup, "build_many", work / "cache-fork", BENCH_LIMIT=str(n))
+    results["fresh_interpreter"] = run_variant(setup, "fresh", work / "cache-fresh", BENCH_LIMIT=str(n))
+
+
+def report_cold(cold: dict[str, Any]) -> None:
+    """The cold targets: build_many at least as fast as the manager; the server's own start under 1 s, kept."""
+    new = cold["new_user"]
+    builds = new["manager"]["builds"]
+    same = all(
+        variant["hashes"] == new["manager"]["hashes"]
+        for variant in [new["build_many"], *(run for pair in cold["kept"] for run in pair.values())]
+    )
+    print(f"cold sweep of {builds} small models, empty build cache, {os.cpu_count()} cores, {date()}")
+    print("| run | in the manager s | build_many s | manager / build_many | server's own start s |")
+    print("|---|---:|---:|---:|---:|")
+    runs = [("new user (nothing kept)", new)] + [(f"kept fingerprints, {i + 1}", p) for i, p in enumerate(cold["kept"])]
+    for name, pair in runs:
+        manager, many = pair["manager"]["build_s"], pair["build_many"]["build_s"]
+        own = sum(pair["build_many"]["server_own_s"])
+        print(f"| {name} | {manager:.2f} | {many:.2f} | {manager / many:.2f}x | {own:.2f} |")
+    ratios = sorted(p["manager"]["build_s"] / p["build_many"]["build_s"] for p in cold["kept"])
+    own = sorted(sum(p["build_many"]["server_own_s"]) for p in cold["kept"])
+    median, own_median = ratios[len(ratios) // 2], own[len(own) // 2]
+    print(
+        f"build_many cold at least as fast as in the manager (median ratio): {median:.2f}x "
+        f"{'PASS' if median >= 1 else 'MISS'}"
+    )
+    print(
+        f"the server's own start under 1 s, fingerprints kept (median): {own_median:.2f} s "
+        f"{'PASS' if own_median < 1 else 'MISS'}"
+    )
+    print(f"hashes of every variant equal to the manager's: {same}")
 
 
 def report(results: dict[str, Any], args: argparse.Namespace) -> None:
@@ -266,10 +387,6 @@ def report(results: dict[str, Any], args: argparse.Namespace) -> None:
         f"{fork['builds']} cold builds: fork server {fork['build_s']:.1f} s, fresh interpreter per build "
         f"{fresh['build_s']:.1f} s ({fresh['build_s'] / fork['build_s']:.2f}x)"
     )
-    out = Path(args.out)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    meta = {"date": date(), "cores": os.cpu_count(), "python": platform.python_version(), "sweep": args.sweep}
-    out.write_text(json.dumps({"meta": meta, **results}, indent=2))
 
 
 def date() -> str:

@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Optional
 
 from ..atomic_file import write_atomically
+from . import probes
 
 #: A file changed less than this before it was fingerprinted is always read again when verified.
 RACY_NS = 2_000_000_000
@@ -144,7 +145,7 @@ class Kept:
         """Writes the kept fingerprints if any is new, without those of files that are gone."""
         if not self.changed:
             return
-        files = {path: fp for path, fp in self.files.items() if os.path.isfile(path)}
+        files = {path: fp for path, fp in self.files.items() if probes.kind(path) == "file"}
         try:
             self.path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
             write_atomically(self.path, json.dumps({"format": KEPT_FORMAT, "files": files}).encode(), 0o600)

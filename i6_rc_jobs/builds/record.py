@@ -137,12 +137,24 @@ def install() -> None:
     finder.find_spec = _recording_find_spec(finder.find_spec)  # type: ignore[method-assign]
 
 
-def module_files() -> list[str]:
-    """The file of every loaded module: its source, its extension, or its bytecode if it has no source. (Bytecode
-    beside a source is not listed: Python takes it only while it matches the source's mtime and size, and a build
-    process imports the recipe code from source, see :mod:`.server`.)"""
+def forget() -> None:
+    """Forgets the paths, listings and module names recorded so far, once the build server has stored them in its
+    base: a build process then goes through only what it adds (thousands of paths fewer per build), and what the
+    server itself does after its base (keeping fingerprints, writing the base) is no dependency of builds. What the
+    process wrote stays its output."""
+    for recorded in (_opened, _looked_at, _listed, _modules):
+        recorded.clear()
+
+
+def module_files(since: Optional[dict[str, Any]] = None) -> list[str]:
+    """The file of every loaded module (except those that are in ``since``, a copy of ``sys.modules`` taken with
+    the files of its modules): its source, its extension, or its bytecode if it has no source. (Bytecode beside a
+    source is not listed: Python takes it only while it matches the source's mtime and size, and a build process
+    imports the recipe code from source, see :mod:`.server`.)"""
     files: dict[str, None] = {}
-    for module in list(sys.modules.values()):
+    for name, module in list(sys.modules.items()):
+        if since is not None and since.get(name) is module:
+            continue
         path = getattr(module, "__file__", None)
         if isinstance(path, str) and probes.kind(path) == "file":
             files.setdefault(os.path.abspath(path))

@@ -7,7 +7,8 @@ the manager puts i6_rc_jobs on the path first, see :mod:`.client`). Each child l
 what a builder starts ends with its build.
 
 Protocol, JSON lines: the manager sends ``{"sys_path", "preload", "base", "known"}`` once, then ``{"id", "dir",
-"started_ns", "environ"}`` per build; the server answers ``{"ready": true, "preloaded": [...]}`` once and ``{"id",
+"started_ns", "environ"}`` per build; the server answers ``{"ready": true, "preloaded": [...], "base_s"}`` once (``base_s``:
+the seconds its base took, what a start costs beyond the imports) and ``{"id",
 "status", "digests"}`` per build: the child's exit status (or minus the signal that killed it) and the SHA-256 of the
 ``result.pickle`` and ``deps.json`` it wrote, which the child sends the server through a pipe of its own (the manager
 signs and unpickles only those bytes). End of input ends the server and its children."""
@@ -33,6 +34,9 @@ from .store import FORMAT, PRIVATE
 
 #: A dependency changed later than this before the build began may have changed while it read it.
 CLOCK_SLACK_NS = 20_000_000
+#: The modules the server had loaded when it took its base (whose files the base holds): a build goes through
+#: only the modules it loads itself.
+_loaded: dict[str, types.ModuleType] = {}
 _PR_SET_PDEATHSIG = 1
 
 
@@ -61,6 +65,7 @@ def _base(started_ns: int, sys_path: list[str], known: Optional[dict], kept: Kep
     fingerprints are taken from ``kept`` or ``known`` (a base the manager verified) where their stat proves them, so
     that a new server does not read the libraries' hundreds of MB again."""
     opened, found = record.looked_at()
+    _loaded.update(sys.modules)  # with the files of these modules, which the base holds
     files = [*record.module_files(), *opened, os.path.realpath(sys.executable)]
     from_base = {path: [*fp, known["recorded_ns"]] for path, fp in known["files"].items()} if known else {}
     fingerprints = kept.fingerprints(list(dict.fromkeys(files)), from_base)
@@ -125,7 +130,7 @@ def _build(directory: str, base: dict, started_ns: int, environ: dict[str, str],
     sis_hash = hashlib.sha256(sis_hash_helper(result)).hexdigest()
     known = base["files"]
     opened, found = record.looked_at(exclude=directory)
-    files = [path for path in record.module_files() + opened if path not in known]
+    files = [path for path in record.module_files(since=_loaded) + opened if path not in known]
     listings = {
         path: digest for path, digest in record.listings(exclude=directory).items() if path not in base["listings"]
     }
@@ -227,10 +232,13 @@ def main() -> None:
             continue
         preloaded.append(name)
 
+    base_started = time.perf_counter()
     base = _base(started_ns, setup[0]["sys_path"], setup[0]["known"], kept)
     with open(os.open(setup[0]["base"], os.O_WRONLY | os.O_CREAT, PRIVATE), "w") as f:
         json.dump(base, f)
-    protocol.write(json.dumps({"ready": True, "preloaded": preloaded}) + "\n")
+    record.forget()  # the base holds it
+    ready = {"ready": True, "preloaded": preloaded, "base_s": time.perf_counter() - base_started}
+    protocol.write(json.dumps(ready) + "\n")
     try:
         _serve(requests, protocol, base, protocol_fd)
     except (EOFError, BrokenPipeError):
