@@ -10,6 +10,7 @@ import logging
 import os
 import pickle
 import py_compile
+import re
 import shutil
 import signal
 import socket
@@ -806,6 +807,90 @@ def test_a_changed_or_added_file_of_a_fetched_version_is_refused_naming_it(origi
     (helper.parent / "__pycache__" / "helper.cpython-311.pyc").write_bytes(b"planted")
     done = _child(IMPORT.format(repo=REPO, version=origin.version(0)))
     assert "'pkg/__pycache__/helper.cpython-311.pyc' in" in done.stderr and "is not in the commit" in done.stderr
+
+
+def _rewrite_keeping_size_and_mtime(tree: Path) -> None:
+    """As the file's owner can: its mode, size and mtime as they were; its ctime is the kernel's."""
+    helper = tree / "pkg" / "helper.py"
+    before = helper.stat()
+    helper.chmod(0o644)
+    helper.write_text(helper.read_text().replace("VALUE = 1", "VALUE = 6"))
+    os.utime(helper, ns=(before.st_atime_ns, before.st_mtime_ns))
+    helper.chmod(0o444)
+
+
+def _plant_bytecode(tree: Path) -> None:
+    _writable(tree / "pkg")
+    (tree / "pkg" / "__pycache__").mkdir()
+    (tree / "pkg" / "__pycache__" / "helper.cpython-311.pyc").write_bytes(b"planted")
+
+
+def _replace_by_a_copy(tree: Path) -> None:
+    helper = tree / "pkg" / "helper.py"
+    _writable(helper)
+    shutil.copy2(helper, tree / "pkg" / "copy")
+    os.replace(tree / "pkg" / "copy", helper)
+
+
+@pytest.mark.parametrize(
+    "attack, refused",
+    [
+        (_rewrite_keeping_size_and_mtime, "'pkg/helper.py' in {tree} is not the commit's"),
+        (_plant_bytecode, "'pkg/__pycache__/helper.cpython-311.pyc' in {tree} is not in the commit"),
+        (_replace_by_a_copy, None),  # the same content: proven again in full, and served
+    ],
+)
+def test_a_kept_proof_spares_reading_the_files_and_a_change_since_is_checked_in_full(
+    origin, tmp_path, monkeypatch, attack, refused
+):
+    from i6_rc_jobs.imports import proof, proven
+
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "home-cache"))
+    monkeypatch.setattr(proven, "RACY_NS", 20_000_000)  # the kernel's clock ticks in milliseconds
+    import_(REPO, "pkg", origin.version(0))
+    tree = _tree(origin, 0)
+    time.sleep(0.05)
+    monkeypatch.setattr(proof, "_verified", {})
+    proof.verify(tree, "v0")  # in full, and kept: the files are older than the margin
+    full_check = proof._on_disk
+
+    def no_reading(*args):
+        raise AssertionError("the files were read")
+
+    monkeypatch.setattr(proof, "_verified", {})
+    monkeypatch.setattr(proof, "_on_disk", no_reading)
+    assert proof.verify(tree, "v0")[0] == origin.commits[0]  # the kept proof, no file read
+
+    attack(tree)
+    monkeypatch.setattr(proof, "_verified", {})
+    with pytest.raises(AssertionError, match="the files were read"):
+        proof.verify(tree, "v0")  # the stat no longer proves it: checked in full
+    monkeypatch.setattr(proof, "_on_disk", full_check)
+    monkeypatch.setattr(proof, "_verified", {})
+    if refused is None:
+        assert proof.verify(tree, "v0")[0] == origin.commits[0]
+    else:
+        with pytest.raises(VersionedImportError, match=re.escape(refused.format(tree=tree))):
+            proof.verify(tree, "v0")
+
+
+def test_a_kept_proof_that_others_could_write_is_not_used(origin, tmp_path, monkeypatch):
+    from i6_rc_jobs.imports import proof, proven
+
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "home-cache"))
+    monkeypatch.setattr(proven, "RACY_NS", 20_000_000)
+    import_(REPO, "pkg", origin.version(0))
+    tree = _tree(origin, 0)
+    time.sleep(0.05)
+    monkeypatch.setattr(proof, "_verified", {})
+    proof.verify(tree, "v0")
+    kept = list((tmp_path / "home-cache" / "i6_rc_jobs" / "proofs").iterdir())
+    assert len(kept) == 1 and proven.holds(tree, (tree / proof.LISTING).read_bytes())
+    kept[0].chmod(0o622)
+    assert not proven.holds(tree, (tree / proof.LISTING).read_bytes())
+    kept[0].chmod(0o600)
+    (tmp_path / "home-cache" / "i6_rc_jobs" / "proofs").chmod(0o770)  # a directory the group may write
+    assert not proven.holds(tree, (tree / proof.LISTING).read_bytes())
 
 
 def test_a_forged_tree_of_a_version_nobody_fetched_is_refused(origin):

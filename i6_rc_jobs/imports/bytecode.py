@@ -9,16 +9,16 @@ import importlib.machinery
 import importlib.util
 import marshal
 import os
-from pathlib import Path
 from types import CodeType
 from typing import Optional
 
 from ..atomic_file import write_atomically
 from . import proof
 from .errors import VersionedImportError
+from .user_cache import user_directory
 
 #: Where this user's bytecode is: ``$XDG_CACHE_HOME/i6_rc_jobs/bytecode`` (default ``~/.cache/...``).
-_DIRECTORY = ("i6_rc_jobs", "bytecode")
+_DIRECTORY = "bytecode"
 
 
 class SourceLoader(importlib.machinery.SourceFileLoader):
@@ -39,7 +39,7 @@ class SourceLoader(importlib.machinery.SourceFileLoader):
 
 def compiled(source: bytes, path: str) -> CodeType:
     """The code of ``source`` (the file ``path``), from this user's bytecode if it has it."""
-    directory = _user_directory()
+    directory = user_directory(_DIRECTORY)
     key = hashlib.sha256(importlib.util.MAGIC_NUMBER + os.fsencode(path) + b"\0" + source).hexdigest()
     if directory is not None:
         try:
@@ -52,14 +52,3 @@ def compiled(source: bytes, path: str) -> CodeType:
     if directory is not None:
         write_atomically(directory / key, marshal.dumps(code), 0o600)
     return code
-
-
-def _user_directory() -> Optional[Path]:
-    """This user's bytecode directory, None if another user could write to it (then nothing is kept)."""
-    directory = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache").joinpath(*_DIRECTORY)
-    try:
-        directory.mkdir(mode=0o700, parents=True, exist_ok=True)
-        status = directory.stat()
-    except OSError:
-        return None
-    return directory if status.st_uid == os.getuid() and not status.st_mode & 0o022 else None

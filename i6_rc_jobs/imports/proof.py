@@ -9,9 +9,11 @@ from __future__ import annotations
 import hashlib
 import os
 import stat
+import time
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
+from . import proven
 from .errors import VersionedImportError
 
 #: The file in each tree that says which commit it is and when that was committed (for listings; not a proof).
@@ -76,7 +78,8 @@ def commit_fields(data: bytes) -> tuple[str, str]:
 def verify(tree: Path, what: str) -> tuple[str, str]:
     """(full commit, date) of the tree ``tree`` (named by its full commit) once its files are checked: the commit
     object hashes to that commit, the listing to the commit's tree, and every file, link and directory is the
-    listing's. Checked once per process; refuses in one line naming ``what``, the file and the fix."""
+    listing's. Checked once per process, and in full only where no proof this user kept holds (:mod:`.proven`);
+    refuses in one line naming ``what``, the file and the fix."""
     commit = tree.name
     fix = f"remove {tree} (as its owner: chmod -R u+w, rm -rf) and fetch the version again"
     try:
@@ -90,6 +93,11 @@ def verify(tree: Path, what: str) -> tuple[str, str]:
     commit_tree, date = commit_fields(commit_data)
     if tree in _verified:
         return commit, date
+    if proven.holds(tree, listing_data):  # checked in full by this user before, unchanged since
+        _verified[tree] = parse_listing(listing_data)
+        return commit, date
+    began_ns = time.time_ns()
+    stats = proven.snapshot(tree)  # before the files are read: a change while they are read is seen later
     listing = parse_listing(listing_data)
     if tree_id(listing) != commit_tree:
         raise VersionedImportError(f"{what}: {LISTING} in {tree} is not the tree of commit {commit}: {fix}")
@@ -100,6 +108,7 @@ def verify(tree: Path, what: str) -> tuple[str, str]:
             problem = "is missing" if path not in found else problem
             raise VersionedImportError(f"{what}: {path!r} in {tree} {problem}: {fix}")
     _verified[tree] = listing
+    proven.keep(tree, listing_data, stats, began_ns)
     return commit, date
 
 
