@@ -168,3 +168,22 @@ def test_every_command_the_pages_name_exists():
         if name not in COMMANDS
     }
     assert named == set()
+
+
+def test_the_builds_guide_names_every_kind_of_dependency_a_build_records_and_checks():
+    """A kind of dependency added to the code (``record.ENTRY_KINDS``, ``record.BASE_KINDS``) without a row in the
+    guide's table of what is recorded, and a place in its list of what is checked, fails here."""
+    from i6_rc_jobs.builds import record
+
+    guide = (REPO / "docs" / "guide" / "builds.md").read_text()
+    recorded = guide.split("## What a build may depend on", 1)[1].split("\n## ", 1)[0]
+    checked = guide.split("## How the cache verifies itself", 1)[1].split("\n## ", 1)[0]
+    kept_as = {
+        kind
+        for row in recorded.splitlines()
+        if row.startswith("| ")
+        for kind in re.findall(r"`(\w+)`", row.rsplit("|", 2)[1])
+    }
+    for kind in {*record.ENTRY_KINDS, *record.BASE_KINDS}:
+        assert kind in kept_as, f"docs/guide/builds.md: no row of the table of what a build records keeps `{kind}`"
+        assert f"`{kind}`" in checked, f"docs/guide/builds.md: the list of what is checked does not name `{kind}`"

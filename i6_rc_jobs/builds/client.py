@@ -33,7 +33,7 @@ from typing import Any, Callable, Iterable, Optional
 from ..imports.cache import holder, locked
 from . import job_paths, probes
 from .fingerprint import Verifier
-from .record import value_digest
+from .record import ENTRY_KINDS, value_digest
 from .store import PRIVATE, Store, cache_root, sha256_hex, touch_used, write_private
 
 #: Set in a build process: a build there runs the builder in that process (it is part of the outer build).
@@ -431,11 +431,7 @@ class _Batch:
                 "arguments": call.description,
                 "key": call.key,
                 "base": server.base_digest,
-                "files": deps["files"],
-                "probes": deps["probes"],
-                "listings": deps["listings"],
-                "modules": deps["modules"],
-                "env": deps["env"],
+                **{kind: deps[kind] for kind in ENTRY_KINDS},
                 "recorded_ns": deps["recorded_ns"],
                 "sis_hash": deps["sis_hash"],
             }

@@ -23,6 +23,12 @@ from typing import Any, Iterable, Optional
 from . import probes
 from .fingerprint import digest
 
+#: Every kind of dependency a build records, by its name in the build's entry: each is taken again and compared
+#: before the entry is served (:mod:`.client`), and the builds guide names each (tests/test_docs.py checks).
+ENTRY_KINDS = ("files", "probes", "listings", "modules", "env")
+#: What a build server's base records beyond those kinds (the same for every build from that server).
+BASE_KINDS = ("python", "sys_path", "cwd", *ENTRY_KINDS)
+
 #: Files whose content is no dependency (the kernel's views change at every read).
 VOLATILE = ("/proc/", "/sys/", "/dev/")
 

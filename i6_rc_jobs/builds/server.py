@@ -90,18 +90,7 @@ def _base(started_ns: int, sys_path: list[str], known: Optional[dict], kept: Kep
 
 
 #: What makes two bases the same (not when they were recorded).
-_SAME_BASE = (
-    "format",
-    "python",
-    "sys_path",
-    "cwd",
-    "env",
-    "files",
-    "probes",
-    "listings",
-    "modules",
-    "changed_while_loading",
-)
+_SAME_BASE = ("format", *record.BASE_KINDS, "changed_while_loading")
 
 
 def _build(directory: str, base: dict, started_ns: int, environ: dict[str, str], digest_fd: int) -> int:
