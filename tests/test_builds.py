@@ -396,6 +396,30 @@ def test_a_server_start_takes_the_fingerprints_it_kept_where_their_stat_proves_t
     assert recorded("third") == real
 
 
+def test_a_build_depends_on_nothing_its_server_did_after_its_base(setup, tmp_path, monkeypatch):
+    """Once its base is taken, the server keeps its fingerprints, pruning those of files that are gone (it looks at
+    every kept path: other setups' libraries, thousands of them): none of that is a dependency of its builds, which
+    record only what they add."""
+    recipe, _, bmodels = setup
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    kept = tmp_path / "home" / ".cache" / "i6_rc_jobs" / f"fingerprints-{os.geteuid()}.json"
+    kept.parent.mkdir(parents=True, mode=0o700)
+    other = tmp_path / "other-setup" / "library.py"
+    other.parent.mkdir()
+    other.write_text("Y = 2\n")
+    kept.write_text(json.dumps({"format": 1, "files": {str(other): ["0" * 64, 0, 0, 0, 0, 0, 0]}}))
+    kept.chmod(0o600)
+    stop_servers()
+    monkeypatch.setattr(client, "_bases", {})
+    builds = Builds(cache=tmp_path / "cache", workers=2)
+    _lstm(builds, recipe, bmodels)
+    stop_servers()
+    [variant] = _variants(builds)
+    files = json.loads((variant / "entry.json").read_text())["files"]
+    assert str(recipe / "bmodels.py") in files and str(other) not in files, sorted(files)
+    assert str(other) in json.loads(kept.read_text())["files"]  # kept: it is still there
+
+
 MANAGER = textwrap.dedent("""
     import json, os, sys
     sys.path[:0] = [{recipe!r}, {repo!r}]
