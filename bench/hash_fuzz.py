@@ -1041,14 +1041,14 @@ def rw_value_spellings(net: Net, rng: random.Random) -> bool:
 
 def rw_scalar_operands(net: Net, rng: random.Random) -> bool:
     """An eval of one source and a float as a combine with a constant layer, or the reverse."""
-    from i6_rc_jobs.hashing.graph import _scalar_eval
+    from i6_rc_jobs.hashing.graph_spellings import scalar_eval
 
     cands = [w for w in layers_of(net) if w.desc["class"] == "eval" and type(w.desc.get("from")) is str]
-    cands = [w for w in cands if _scalar_eval(w.desc["eval"]) is not None and set(w.desc) == {"class", "from", "eval"}]
+    cands = [w for w in cands if scalar_eval(w.desc["eval"]) is not None and set(w.desc) == {"class", "from", "eval"}]
     if not cands:
         return False
     w = rng.choice(cands)
-    kind, number, first = _scalar_eval(w.desc["eval"])
+    kind, number, first = scalar_eval(w.desc["eval"])
     const = _fresh(net, "scalar")
     w.container[const] = {"class": "constant", "value": number}
     sources = [w.desc["from"], const]
