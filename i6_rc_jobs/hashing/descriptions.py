@@ -3,6 +3,7 @@ may be read."""
 
 from __future__ import annotations
 
+import itertools
 import re
 from typing import Any, Optional
 
@@ -31,8 +32,10 @@ class DescriptionReadings:
     A copy matches by its own description and by its base's (the base's token says which names that matches). A
     string with ``tag:`` elsewhere than at its start (an ``eval`` string calling ``get_axis_from_description``) can
     read any description: all are hashed in full. A dim whose variable name (made from its description) occurs as an
-    identifier in a str value or a CodeWrapper's code is hashed with its name; a CodeWrapper of a Sisyphus value,
-    whose code is unknown until the worker writes it, makes every dim's name hashed."""
+    identifier in a str value, a CodeWrapper's code or a function's or class's code is hashed with its name. Functions
+    and classes held as values are searched by their source, constants, defaults, closure and the globals they name
+    (:func:`.function_texts`). Code the manager cannot read (a CodeWrapper of a Sisyphus value, whose code is known
+    only in the worker; a function whose source cannot be had) makes every description and name hashed."""
 
     def __init__(
         self, names: set[str], sections: list[tuple[str, Any]], any_description: bool, read_names: Optional[set[str]]
@@ -45,11 +48,12 @@ class DescriptionReadings:
 
     @classmethod
     def find(cls, sections: list[tuple[str, Any]]) -> Optional[DescriptionReadings]:
-        names = {name for text in strings_in(value for _, value in sections) if (name := tag_name(text)) is not None}
-        codes, delayed = code_texts(value for _, value in sections)
-        any_description = any("tag:" in code.lower() and tag_name(code) is None for code in codes)
+        codes, unreadable = code_texts(value for _, value in sections)
+        texts = itertools.chain(strings_in(value for _, value in sections), codes)  # a function's constants too
+        names = {name for text in texts if (name := tag_name(text)) is not None}
+        any_description = unreadable or any("tag:" in code.lower() and tag_name(code) is None for code in codes)
         read_names: Optional[set[str]] = None
-        if not delayed:
+        if not unreadable:
             identifiers = {word for code in codes if DIM_SUFFIX in code for word in _IDENTIFIER.findall(code)}
             read_names = {dim.name for dim in dims_in(value for _, value in sections) if dim.name in identifiers}
         if names or any_description or read_names != set():

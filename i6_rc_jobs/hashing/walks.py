@@ -8,15 +8,17 @@ from i6_core.returnn.config import CodeWrapper
 from sisyphus.delayed_ops import DelayedBase
 
 from ..serialization.refs import DimRef, MarkedRef
-from ..serialization.values import wrapper_code
+from ..serialization.values import IMPORTED_TYPES, wrapper_code
+from .function_code import function_texts
 
 
 def code_texts(values: Iterable) -> tuple[list[str], bool]:
     """What in ``values`` can be code that reads a description or a dim's variable name: the str values (not dict
-    keys, which are option and layer names) and the code of the CodeWrappers (not dims); and whether a CodeWrapper's
-    code is a Sisyphus value, which the manager cannot read."""
+    keys, which are option and layer names), the code of the CodeWrappers (not dims) and of functions and classes
+    (:func:`.function_texts`); and whether some code cannot be read in the manager: a CodeWrapper of a Sisyphus value,
+    a function whose source cannot be had."""
     codes: list[str] = []
-    delayed = False
+    unreadable = False
     stack = list(values)
     while stack:
         value = stack.pop()
@@ -28,10 +30,14 @@ def code_texts(values: Iterable) -> tuple[list[str], bool]:
             stack.extend(value)
         elif isinstance(value, CodeWrapper) and type(value) not in (DimRef, MarkedRef):
             if isinstance(value.code, DelayedBase):
-                delayed = True
+                unreadable = True
             elif type(value.code) is str:  # other code is refused with its path by the walk that hashes
                 codes.append(wrapper_code(value))
-    return codes, delayed
+        elif isinstance(value, IMPORTED_TYPES):
+            texts = function_texts(value)
+            unreadable = unreadable or texts is None
+            codes.extend(texts or ())
+    return codes, unreadable
 
 
 def strings_in(values: Iterable) -> Iterator[str]:
