@@ -302,8 +302,13 @@ def _eval_by(function: Any) -> tuple[ReturnnCommonSerializer, ReturnnCommonSeria
 
 @pytest.mark.parametrize(
     "function",
-    [net_functions.time_axis, net_functions.time_axis_by_default, net_functions.time_axis_by_global],
-    ids=["in-its-source", "a-default-argument", "a-global-it-reads"],
+    [
+        net_functions.time_axis,
+        net_functions.time_axis_by_default,
+        net_functions.time_axis_by_global,
+        net_functions.time_axis_by_closure,
+    ],
+    ids=["in-its-source", "a-default-argument", "a-global-it-reads", "a-closure"],
 )
 def test_a_description_a_function_reads_is_hashed(function: Any):
     time_first, time_second = _eval_by(function)
