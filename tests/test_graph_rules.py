@@ -219,9 +219,9 @@ CASES: dict[str, tuple[Net, Net, Net]] = {
         {"ff": linear("data"), "random_0": noise(hidden_dim), "output": plus("ff", "random_0")},
         {"ff": linear("data"), "rnd": {**noise(hidden_dim), "maxval": 2.0}, "output": plus("ff", "rnd")},
     ),
-    "loops": (
+    "loops": (  # a rename in a loop that keeps which names sort before which (RETURNN constructs by name there)
         accumulate("acc", "prev:acc"),
-        accumulate("sum", "prev:sum"),
+        accumulate("add", "prev:add"),
         accumulate("acc", "acc"),
     ),
 }

@@ -30,6 +30,8 @@ from .graph_scopes import (
     is_net,
     is_unset,
     keep_shared_scopes,
+    loop_layers,
+    names_variables,
     no_shape_deps,
     parse,
     single_source,
@@ -97,6 +99,9 @@ class Graph(NameResolver):
         layers: list[dict] = []
         while len(layers) < len(self._order):  # the layers reached, and what they reach, until none is left
             layers.append(self._node(self._order[len(layers)]))
+        for layer, node in zip(self._order, layers):  # rule "layer-names": which names sort before which in a loop
+            if layer.unit is not None and layer.unit.kind == "loop":
+                node["@name order"] = [item.token for _, item in loop_layers(layer.unit) if item.token is not None]
         self._drop_extern_deps(extern_keys)
         self.form: dict[str, Any] = {"roots": roots, "layers": layers}
         if other:
@@ -159,6 +164,8 @@ class Graph(NameResolver):
             respell(node, layer)
         if layer.owns_parameters:
             node["@scope"] = layer.scope
+        if names_variables(desc):  # rule "layer-names": a TF variable is named after the layer
+            node["@variable name"] = layer.name
         loop = layer.net.loop
         if loop is not None:
             node["@loop"] = self._token(loop)

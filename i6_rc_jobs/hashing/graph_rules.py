@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import NamedTuple
 
-GRAPH_FORMAT_VERSION = 4
+GRAPH_FORMAT_VERSION = 5
 
 
 class Rule(NamedTuple):
@@ -27,7 +27,11 @@ RULES: dict[str, Rule] = {
             "use from the roots), not by its name; RETURNN uses a name only to find the layer, except where it is "
             "kept: the default output 'output', loss layers (their names are the score keys), layers marked "
             "is_output_layer or register_as_extern_data, layers of extra nets ('extra.search:output'), a loop's "
-            "'output' and 'end', extern_data keys, and parameter scopes.",
+            "'output' and 'end', extern_data keys, parameter scopes, the name of a layer that names a TF variable "
+            "after itself (a variable layer without param_name, initial_output 'var', batch_norm of param_version 0 "
+            "or not given), and in a loop which of its layers' names sort before which: _SubnetworkRecCell "
+            "constructs the layers read through 'prev:' and the outputs it needs in name order, and each draws "
+            "its initializers' seeds from the loop's random generator then.",
         ),
         Rule(
             "parameter-scope",

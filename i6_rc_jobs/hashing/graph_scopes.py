@@ -77,6 +77,38 @@ class Net:
         self.loop: Optional[Layer] = owner if kind == "loop" else None if parent is None else parent.loop
 
 
+def names_variables(desc: dict) -> bool:
+    """Rule "layer-names": whether the layer puts its name into a TF variable's name beyond its scope: a variable
+    layer without param_name (VariableLayer: ``get_variable(name=param_name or self.name)``), ``initial_output: "var"``
+    (LayerBase.get_rec_initial_output: ``init_<name>_var``, in its loop's scope), batch norm of param_version 0, or
+    not given (LayerBase.batch_norm: ``<name>_<output name>_mean``; the default follows the config's behavior
+    version)."""
+    if desc["class"] == "variable" and desc.get("param_name") is None:
+        return True
+    if desc.get("initial_output") == "var":
+        return True
+    norm = desc.get("batch_norm")
+    if norm is None or norm is False:
+        return False
+    return not (type(norm) is dict and type(norm.get("param_version")) is int and norm["param_version"] in (1, 2))
+
+
+def loop_layers(unit: Net) -> list[tuple[str, Layer]]:
+    """The layers of a loop's body by their names in it (``sub/x`` for a flattened subnetwork's), in name order: the
+    order in which RETURNN's rec cell constructs those it constructs by name (_SubnetworkRecCell: the layers read
+    through ``prev:``, the outputs it needs), each drawing its seeds from the loop's random generator then."""
+    found: list[tuple[str, Layer]] = []
+    pending: list[tuple[str, Net]] = [("", unit)]
+    while pending:
+        prefix, net = pending.pop()
+        for name, item in net.layers.items():
+            if isinstance(item, Net):
+                pending.append((f"{prefix}{name}/", item))
+            else:
+                found.append((prefix + name, item))
+    return sorted(found, key=lambda pair: pair[0])
+
+
 def is_layer(desc: Any) -> bool:
     return type(desc) is dict and type(desc.get("class")) is str
 
