@@ -327,6 +327,8 @@ class Canonicalizer:
         for field in ("bounded_by", "derived_from_tag", "op_of"):  # in dependencies() order
             if getattr(ref, field) is not None:
                 extras += f" {field}={name_of(getattr(ref, field))}"
+        if ref.size_dims is not None:  # the template of its sizes (last in dependencies()): over which dims, dtype
+            extras += f" sizes over [{', '.join(name_of(dim) for dim in ref.size_dims)}] {ref.size_dtype}"
         if ref.vocab is not None:  # by its options, a vocab file by its path
             extras += f" vocab={literal_code(ref.vocab)}"
         if ref.auto_generated:  # RETURNN finds two auto-generated dims equal if their descriptions are
