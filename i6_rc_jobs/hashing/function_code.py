@@ -50,7 +50,7 @@ def _read_by(function: types.FunctionType) -> list[Any]:
     """What a function's code reads besides its source: its constants, defaults, closure and the globals it names."""
     values: list[Any] = [*(function.__defaults__ or ()), *(function.__kwdefaults__ or {}).values()]
     values.extend(value for cell in function.__closure__ or () for value in _contents(cell))
-    codes, names = [function.__code__], set()
+    codes, names = [function.__code__], set[str]()
     while codes:
         code = codes.pop()
         names.update(code.co_names)

@@ -143,7 +143,8 @@ _FIELD_CHECKS = {
         "None or a dict of Vocabulary.create_vocab options (str keys; str, int, bool, None, lists and dicts)",
     ),
 }
-_DEFAULTS = {"_kind": None, "_size": None, "match_priority": 0, "auto_generated": False, "special": False}
+_DEFAULTS: dict[str, Any] = {"_kind": None, "_size": None, "match_priority": 0, "auto_generated": False}
+_DEFAULTS.update(special=False)
 _DEFAULTS.update(capacity=None, undefined=False, bounded_by=None, derived_from_tag=None, vocab=None)
 _DEFAULTS.update(size_dims=None, size_dtype="int32")
 
