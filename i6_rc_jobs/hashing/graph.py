@@ -11,16 +11,23 @@ from __future__ import annotations
 import re
 from typing import Any, Optional, Union
 
-from ..serialization.refs import DimRef
+from i6_core.returnn.config import CodeWrapper
+from sisyphus.delayed_ops import DelayedBase
+from sisyphus.job_path import AbstractPath
+
+from ..serialization.refs import DimRef, MarkedRef
+from ..serialization.values import wrapper_code
 from .graph_names import NameResolver
 from .graph_rules import (
     CLASS_REFERENCE_OPTIONS,
     COMMON_REFERENCE_OPTIONS,
+    DEFAULT_REFERENCES,
     INERT_OPTIONS,
     KEYWORDS,
     LITERAL_OPTIONS,
     MARKING_OPTIONS,
     SHAPE_DEPS_CLASSES,
+    SOURCELESS_CLASSES,
     UNSET_VALUES,
 )
 from .graph_scopes import (
@@ -48,12 +55,17 @@ from .graph_spellings import (
     respell,
     scalar_eval,
 )
+from .layer_options import READINGS
 from .tokens import Tagged, Token
 
 #: The options that mark a layer as read by its name (see Graph._roots).
 _MARKING_KEYS = frozenset(MARKING_OPTIONS)
 #: Values that every option takes as they are (Graph._value returns them unchanged), whatever its key.
 _LEAVES = frozenset({bool, int, float, type(None), DimRef})
+#: The dims of an out_shape, which _value takes as they are.
+_DIMS = frozenset({DimRef, MarkedRef})
+#: The default target of a loss without one, if extern_data names no other (returnn/tf/network.py ExternData).
+_DEFAULT_TARGET = "classes"
 
 
 _FROM_KEYWORDS = KEYWORDS["from"]
@@ -94,10 +106,17 @@ class Graph(NameResolver):
         # name, and the layers of names with other characters
         self._names: Optional[dict[str, list[tuple[str, Layer]]]] = None
         self._odd_names: list[tuple[str, Layer]] = []
+        # the extern_data keys a loss without target may read as its default target, as layers of that name
+        self._target_keys = sorted(extern_keys | {_DEFAULT_TARGET})
+        self._unread = False  # a layer of a class not in READINGS, or a value that may read any layer, was met
         roots = self._roots()
         other = self._other(self._root, "")  # before the layers are made: names in it may number layers
         layers: list[dict] = []
-        while len(layers) < len(self._order):  # the layers reached, and what they reach, until none is left
+        while True:  # the layers reached, and what they reach, until none is left
+            if self._unread and "every layer by name" not in roots:  # rule "layer-names": denied by default
+                roots["every layer by name"] = {layer.path: self._token(layer) for layer in self._layers}
+            if len(layers) == len(self._order):
+                break
             layers.append(self._node(self._order[len(layers)]))
         for layer, node in zip(self._order, layers):  # rule "layer-names": which names sort before which in a loop
             if layer.unit is not None and layer.unit.kind == "loop":
@@ -134,7 +153,13 @@ class Graph(NameResolver):
         if desc["class"] in SCALAR_CLASSES:
             desc = self._scalar_operation(layer) or desc
         node: dict[str, Any] = {}
+        readings = READINGS.get(desc["class"])
+        if readings is None:  # rule "layer-names": a class this graph cannot read may read any layer by name
+            self._unread = True
+        unknown = False
         for key in sorted(desc):
+            if readings is not None and key not in readings:
+                unknown = True
             handling = _HANDLING.get(key)
             if handling is None:
                 node[key] = self._option(layer, key, desc[key])
@@ -142,7 +167,8 @@ class Graph(NameResolver):
             if handling is _SKIP:  # rule "inert-options"
                 continue
             if handling is _LITERAL:
-                node[key] = desc[key]
+                value = desc[key]
+                node[key] = value if type(value) is str or type(value) in _LEAVES else self._option(layer, key, value)
                 continue
             if layer.unit is not None and key in ("unit", "subnetwork"):  # the body: its layers are nodes, see below
                 continue
@@ -160,6 +186,7 @@ class Graph(NameResolver):
                 if layer.net.loop is None:
                     self._extern_deps.append(node)
             node[key] = self._option(layer, key, value)
+        self._defaults(layer, desc, node)
         if node["class"] in RESPELLED:
             respell(node, layer)
         if layer.owns_parameters:
@@ -179,9 +206,25 @@ class Graph(NameResolver):
             other = self._other(layer.unit, layer.prefix)
             if other:
                 node["@unit other entries" if is_loop else "@subnetwork other entries"] = other
-        if layer.net.kind == "nested":
+        if layer.net.kind == "nested" or unknown:  # rule "layer-names": an option this graph cannot read keeps it
             node["@name"] = layer.path
         return node
+
+    def _defaults(self, layer: Layer, desc: dict, node: dict[str, Any]) -> None:
+        """Rule "layer-names": the layers that RETURNN reads by a default name (none written), as "@default ..."
+        entries, so that they differ from the same names written out (which later behaviour versions require)."""
+        cls, net = desc["class"], layer.net
+        if "from" not in desc and cls not in SOURCELESS_CLASSES:
+            node["@default from"] = self._references(["data"], net, frozenset(), layer.prefix)
+        for key, name in DEFAULT_REFERENCES.get(cls, {}).items():
+            if key not in desc:
+                node[f"@default {key}"] = self._references(name, net, frozenset(), layer.prefix)
+        if desc.get("loss") and "target" not in desc:  # the default target, if a layer has its name
+            targets = {
+                key: found for key in self._target_keys if (found := self._target(key, net, layer.prefix)) != key
+            }
+            if targets:
+                node["@default target"] = targets
 
     def _drop_extern_deps(self, extern_keys: frozenset[str]) -> None:
         """Rule "extern-shape-deps": the extern data in the "shape_deps" of a constant or random layer outside loops
@@ -204,7 +247,8 @@ class Graph(NameResolver):
         """Rule "scalar-operands": an eval or combine layer that applies a binary op to one layer and a float, as the
         combine of that layer with the float (a Scalar in "from"); None for any other layer of these classes."""
         desc = layer.desc
-        options = desc.keys() - INERT_OPTIONS
+        options = desc.keys() - INERT_OPTIONS - {"out_shape"}  # kept as it is: the same check of the same output
+        checked = {"out_shape": desc["out_shape"]} if "out_shape" in desc else {}
         if desc["class"] == "eval":
             sources = single_source(desc)
             if options != EVAL_OPTIONS or not sources or len(sources) != 1 or type(desc["eval"]) is not str:
@@ -214,7 +258,7 @@ class Graph(NameResolver):
                 return None
             kind, number, first = found
             pair = [sources[0], Scalar(number)]
-            return {"class": "combine", "kind": kind, "from": pair if first else pair[::-1]}
+            return {"class": "combine", "kind": kind, "from": pair if first else pair[::-1], **checked}
         operands: Any = desc.get("from")
         if type(operands) not in (list, tuple) or len(operands) != 2 or options != COMBINE_OPTIONS:
             return None
@@ -229,6 +273,7 @@ class Graph(NameResolver):
             "class": "combine",
             "kind": desc["kind"],
             "from": [operand if number is None else Scalar(number) for operand, number in zip(operands, numbers)],
+            **checked,
         }
 
     def _float_constant(self, text: str, net: Net) -> Optional[float]:
@@ -240,6 +285,8 @@ class Graph(NameResolver):
         if desc["class"] != "constant":
             return None
         others = desc.keys() - INERT_OPTIONS - {"class", "value", "dtype"}
+        if "out_shape" in others and type(desc["out_shape"]) in (set, frozenset, list, tuple) and not desc["out_shape"]:
+            others.discard("out_shape")  # a scalar's check, which it passes
         if others and not (others == {"shape_deps"} and no_shape_deps(desc)):
             return None
         spelled = constant_value(desc, found[0])
@@ -253,7 +300,7 @@ class Graph(NameResolver):
         cls, net = layer.desc["class"], layer.net
         if key == "activation" and type(value) is str and "(" in value:  # code (get_activation_function evals it)
             return self._value(value, net, layer.prefix)
-        if key in LITERAL_OPTIONS:
+        if (key in LITERAL_OPTIONS or key == "unit") and type(value) is str:  # "unit": a cell's name
             return value
         if key == "target":
             return self._target(value, net, layer.prefix)
@@ -344,6 +391,15 @@ class Graph(NameResolver):
         if cls is list or cls is tuple:
             out = [self._value(item, net, prefix) for item in value]
             return out if cls is list else tuple(out)
+        if cls in _DIMS:
+            return value
+        if cls is set or cls is frozenset:
+            return cls(self._value(item, net, prefix) for item in value)
+        if isinstance(value, CodeWrapper) and type(value.code) is str:  # code: tied as a str is
+            ties = self._ties(wrapper_code(value))
+            return Tagged(("@code", value, ties)) if ties else value
+        if callable(value) or (isinstance(value, (CodeWrapper, DelayedBase)) and not isinstance(value, AbstractPath)):
+            self._unread = True  # a function, a Sisyphus value: what it reads is unknown here (rule "layer-names")
         return value
 
     def _ties(self, text: str) -> list[tuple[str, Token]]:

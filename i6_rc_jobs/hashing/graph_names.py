@@ -6,7 +6,7 @@ from __future__ import annotations
 import re
 from typing import Any, Optional
 
-from .graph_scopes import MAX_DEPTH, Layer, Net
+from .graph_scopes import MAX_DEPTH, Layer, Net, same_out_shape
 from .tokens import Tagged, Token
 
 _UNSEEN = object()  # a name not looked up yet (None is what a name that finds nothing finds)
@@ -110,9 +110,11 @@ class NameResolver:
             return None
         if item.alias_of is not None and not prev:  # rule "copy-alias"
             found = self._find(item.alias_of, item.net, hops + 1)
+            checked = "out_shape" in item.desc  # rule "out-shape": the alias checks what its source checks, or none
             if found is not None and type(found) is not Tagged:
-                return found[0], found[1] or stacked, found[2], found[3]
-            if found is not None and not stacked:
+                if not checked or (not found[1] and not found[2] and same_out_shape(item.desc, found[0].desc)):
+                    return found[0], found[1] or stacked, found[2], found[3]
+            elif found is not None and not stacked and not checked:
                 return found
         return self._prev(item, stacked, "", prev)
 

@@ -8,7 +8,7 @@ import re
 from typing import Any, Optional, Union
 
 from ..serialization.errors import SerializationError
-from ..serialization.refs import DimRef
+from ..serialization.refs import DimRef, MarkedRef
 from .graph_rules import (
     INERT_OPTIONS,
     PARAMETER_FREE_CLASSES,
@@ -117,6 +117,40 @@ def is_net(value: Any) -> bool:
     return type(value) is dict and bool(value) and all(type(k) is str and is_layer(v) for k, v in value.items())
 
 
+def _is_body(value: Any) -> bool:
+    """A net dict as a loop's or subnetwork's body: layers, and notes under "#..." keys (RETURNN skips those)."""
+    return (
+        type(value) is dict
+        and all(type(k) is str and (is_layer(v) or k.startswith("#")) for k, v in value.items())
+        and any(is_layer(v) for v in value.values())
+    )
+
+
+def _out_shape_key(value: Any) -> Optional[frozenset]:
+    """The dims an out_shape checks (by identity, as RETURNN compares its dims; marked dims by mark), or None if it
+    holds anything else."""
+    if type(value) not in (set, frozenset, list, tuple):
+        return None
+    keys: set[Any] = set()
+    for item in value:
+        if type(item) is DimRef:
+            keys.add(id(item))
+        elif type(item) is MarkedRef:
+            keys.add((item.marker, id(item.dim)))
+        else:
+            return None
+    return frozenset(keys)
+
+
+def same_out_shape(desc: dict, source: Any) -> bool:
+    """Rule "out-shape": whether a layer that outputs what ``source`` (a layer description) outputs checks nothing
+    more: it has no out_shape, or the one ``source`` checks already (the same dims)."""
+    if "out_shape" not in desc:
+        return True
+    key = _out_shape_key(desc["out_shape"])
+    return key is not None and is_layer(source) and key == _out_shape_key(source.get("out_shape"))
+
+
 def sorted_items(value: dict) -> list[tuple[Any, Any]]:
     """Items in key order where keys are all str (as the canonical form orders them), so that layers are numbered
     whatever the dict's order; else in the dict's order."""
@@ -175,25 +209,28 @@ def body_option(desc: dict) -> Optional[str]:
     """The option that holds the layer's own net dict, for a layer of a class in _BODY_OPTIONS: a loop's "unit" (a
     rec layer with a dict unit), a subnetwork's "subnetwork"; None if it has none."""
     key = _BODY_OPTIONS[desc["class"]]
-    return key if is_net(desc.get(key)) else None
+    return key if _is_body(desc.get(key)) else None
 
 
 def _flattens(desc: dict) -> bool:
-    """Rule "subnetwork-namespace": whether a subnetwork layer (with a net dict, see body_option) may be only a namespace:
-    with a name_scope only if it is a scope of its own (rule "subnetwork-scope"). Graph then keeps it a layer if a
+    """Rule "subnetwork-namespace": whether a subnetwork layer (with a net dict, see body_option) may be only a
+    namespace: with a name_scope only if it is a scope of its own (rule "subnetwork-scope"), with an out_shape only
+    if its output layer checks the same (rule "out-shape"). Graph then keeps it a layer if a
     layer outside it has variables under its scope: RETURNN's SubnetworkLayer owns every variable under its scope,
     so it decides which of those are trainable."""
     name_scope = desc.get("name_scope")
     return (
-        set(desc) - INERT_OPTIONS <= {"class", "subnetwork", "from"}
+        set(desc) - INERT_OPTIONS <= {"class", "subnetwork", "from", "out_shape"}
+        and same_out_shape(desc, desc["subnetwork"].get("output"))
         and (name_scope is None or (type(name_scope) is str and name_scope.strip("/") != ""))
         and single_source(desc) is not None
     )
 
 
 def _alias_source(desc: dict) -> Optional[str]:
-    """Rule "copy-alias": the source of a copy layer of one layer with no other effective option, else None."""
-    if not desc.keys() - INERT_OPTIONS <= {"class", "from"}:
+    """Rule "copy-alias": the source of a copy layer of one layer with no other effective option (an out_shape only
+    if it is the source's, see NameResolver._find), else None."""
+    if not desc.keys() - INERT_OPTIONS <= {"class", "from", "out_shape"}:
         return None
     sources = single_source(desc)
     if sources is None or len(sources) != 1 or sources[0].startswith("prev:"):

@@ -29,7 +29,7 @@ RESPELLED = frozenset({"constant"}) | INITIAL_STATE_CLASSES
 def constant_value(desc: dict[str, Any], layer: Layer) -> Optional[tuple[Any, Any]]:
     """A constant layer's (``desc`` of ``layer``) scalar value and dtype as the tensor RETURNN makes (rule
     "value-spellings"): the dtype given or inferred from the value's type, an int in a float dtype as the float it
-    becomes; None for values that are no bool, int or float. An int too large for any float is refused (TF cannot
+    becomes if a double holds it exactly (else as it is: TF rounds it once, its float twice); None for values that are no bool, int or float. An int too large for any float is refused (TF cannot
     make it: ValueError)."""
     value = desc.get("value", 0.0)  # ConstantLayer's default
     if type(value) not in (bool, int, float):
@@ -37,12 +37,14 @@ def constant_value(desc: dict[str, Any], layer: Layer) -> Optional[tuple[Any, An
     dtype = desc.get("dtype") or {bool: "bool", int: "int32", float: "float32"}[type(value)]
     if type(dtype) is str and dtype.startswith("float") and type(value) is int:
         try:
-            value = float(value)  # tf.constant(0, dtype=float32) is 0.0
+            number = float(value)  # tf.constant(0, dtype=float32) is 0.0
         except OverflowError:
             raise SerializationError(
                 f"an int of {len(str(abs(value)))} digits in dtype {dtype!r}: too large for a float, TF cannot make "
                 "this constant (give a float, e.g. float('inf'), or an int dtype)"
             ).at(f"{layer.where}['value']") from None
+        if int(number) == value:  # else TF rounds the int once, and the float twice: it stays as written
+            value = number
     return value, dtype
 
 
