@@ -5,10 +5,13 @@ Each pair is built with real RETURNN: the variables' names or initial values dif
 
 from __future__ import annotations
 
+import string
 from typing import Any
 
 import numpy
 import pytest
+from hypothesis import assume, given, settings
+from hypothesis import strategies as st
 from returnn.tensor import Dim, batch_dim
 
 from i6_rc_jobs import ReturnnCommonSerializer
@@ -111,3 +114,21 @@ def test_renaming_layers_a_loop_constructs_in_name_order_moves_the_graph_hash():
     assert not numpy.array_equal(ours[weights[0]], theirs[weights[0]])
     assert graph_hash(kept) != graph_hash(swapped)
     assert graph_hash(kept) == graph_hash(_prev_read("pa", "pb"))  # a rename that keeps the name order keeps it
+
+
+LOOP_NAMES = st.text(string.ascii_lowercase + "_", min_size=1, max_size=6).filter(
+    lambda name: name not in ("output", "end", "data", "w1", "w2")
+)
+
+
+@settings(max_examples=60, deadline=None, derandomize=True)
+@given(LOOP_NAMES, LOOP_NAMES)
+def test_a_loop_hashes_alike_exactly_when_its_layers_names_sort_alike(first: str, second: str):
+    assume(first != second)
+
+    def order(one: str, two: str) -> list[int]:
+        names = [one, two, "output", "w1", "w2"]
+        return sorted(range(len(names)), key=names.__getitem__)
+
+    alike = order(first, second) == order("p", "q")
+    assert (graph_hash(_prev_read(first, second)) == graph_hash(_prev_read("p", "q"))) == alike
