@@ -63,54 +63,44 @@ def _own(cites: str, **kinds: str) -> dict[str, Reading]:
     return _options(f"{cites}.__init__", **kinds)
 
 
+#: The options of _ConcatInputLayer (returnn/tf/layers/basic.py), the base of most classes: it concatenates the
+#: sources, then applies dropout and a mask.
+_INPUTS = _options(
+    "returnn/tf/layers/basic.py _ConcatInputLayer.__init__",
+    literal="dropout dropout_on_forward",
+    axis="dropout_axis",
+    code="dropout_noise_shape mask",
+)
+
+
+def _concat(cites: str, **kinds: str) -> dict[str, Reading]:
+    """A subclass of _ConcatInputLayer: its options, and its own as :func:`_own`."""
+    return {**_INPUTS, **_own(cites, **kinds)}
+
+
 _OWN: dict[str, dict[str, Reading]] = {
     ":i": _own("returnn/tf/layers/rec.py RecStepInfoLayer", code="i prev_end_flag prev_end_layer seq_lens"),
-    "accumulate_mean": _own(
+    "accumulate_mean": _concat(
         "returnn/tf/layers/basic.py AccumulateMeanLayer",
-        axis="axes axis dropout_axis enforce_batch_dim_axis",
-        code="dropout_noise_shape exp_average initial_value is_prob_distribution mask use_time_mask",
-        literal="dropout dropout_on_forward keep_dims mode",
+        axis="axes axis enforce_batch_dim_axis",
+        code="exp_average initial_value is_prob_distribution use_time_mask",
+        literal="keep_dims mode",
     ),
-    "activation": _own(
-        "returnn/tf/layers/basic.py ActivationLayer",
-        axis="dropout_axis",
-        code="activation dropout_noise_shape mask opts",
-        literal="dropout dropout_on_forward",
-    ),
-    "alternating_real_to_complex": _own(
-        "returnn/tf/layers/signal_processing.py AlternatingRealToComplexLayer",
-        axis="dropout_axis",
-        code="dropout_noise_shape mask",
-        literal="dropout dropout_on_forward",
-    ),
+    "activation": _concat("returnn/tf/layers/basic.py ActivationLayer", code="activation opts"),
+    "alternating_real_to_complex": _concat("returnn/tf/layers/signal_processing.py AlternatingRealToComplexLayer"),
     "apply_length_distribution": _own(
         "returnn/tf/layers/segmental_model.py ApplyLengthDistributionLayer", literal="length_model_scale"
     ),
-    "batch_median_pooling": _own(
-        "returnn/tf/layers/signal_processing.py BatchMedianPoolingLayer",
-        axis="dropout_axis",
-        code="dropout_noise_shape mask",
-        literal="dropout dropout_on_forward pool_size",
+    "batch_median_pooling": _concat(
+        "returnn/tf/layers/signal_processing.py BatchMedianPoolingLayer", literal="pool_size"
     ),
-    "batch_norm": _own(
+    "batch_norm": _concat(
         "returnn/tf/layers/basic.py BatchNormLayer",
-        axis="dropout_axis",
-        code="beta_init delay_sample_update dropout_noise_shape epsilon extra_deps force_sample gamma_init mask masked_time momentum param_version update_sample_only_in_training use_sample use_shift use_std",
-        literal="dropout dropout_on_forward",
+        code="beta_init delay_sample_update epsilon extra_deps force_sample gamma_init masked_time momentum param_version update_sample_only_in_training use_sample use_shift use_std",
     ),
-    "batch_softmax": _own(
-        "returnn/tf/layers/basic.py BatchSoftmaxLayer",
-        axis="dropout_axis",
-        code="dropout_noise_shape mask",
-        literal="dropout dropout_on_forward",
-    ),
+    "batch_softmax": _concat("returnn/tf/layers/basic.py BatchSoftmaxLayer"),
     "boolean_mask": _own("returnn/tf/layers/basic.py BooleanMaskLayer", dim="dims", layer="mask"),
-    "cast": _own(
-        "returnn/tf/layers/basic.py CastLayer",
-        axis="dropout_axis",
-        code="dropout_noise_shape extra_deps mask",
-        literal="dropout dropout_on_forward dtype",
-    ),
+    "cast": _concat("returnn/tf/layers/basic.py CastLayer", code="extra_deps", literal="dtype"),
     "choice": _own(
         "returnn/tf/layers/rec.py ChoiceLayer",
         code="add_to_beam_scores beam_size custom_score_combine input_type search source_beam_sizes",
@@ -119,58 +109,33 @@ _OWN: dict[str, dict[str, Reading]] = {
     ),
     "choice_get_beam_scores": _own("returnn/tf/layers/rec.py ChoiceGetBeamScoresLayer"),
     "choice_get_src_beams": _own("returnn/tf/layers/rec.py ChoiceGetSrcBeamsLayer"),
-    "classes_to_length_distribution": _own(
-        "returnn/tf/layers/segmental_model.py ClassesToLengthDistributionLayer",
-        axis="dropout_axis",
-        code="dropout_noise_shape mask",
-        literal="dropout dropout_on_forward scale window",
+    "classes_to_length_distribution": _concat(
+        "returnn/tf/layers/segmental_model.py ClassesToLengthDistributionLayer", literal="scale window"
     ),
-    "classes_to_length_distribution_global": _own(
+    "classes_to_length_distribution_global": _concat(
         "returnn/tf/layers/segmental_model.py ClassesToLengthDistributionGlobalLayer",
-        axis="broadcast_axis dropout_axis",
-        code="dropout_noise_shape mask target_smoothing",
-        literal="dropout dropout_on_forward min_length weight_falloff window",
+        axis="broadcast_axis",
+        code="target_smoothing",
+        literal="min_length weight_falloff window",
     ),
-    "classes_to_segments": _own(
-        "returnn/tf/layers/segmental_model.py ClassesToSegmentsLayer",
-        axis="dropout_axis",
-        code="dropout_noise_shape mask num_classes",
-        literal="dropout dropout_on_forward window",
+    "classes_to_segments": _concat(
+        "returnn/tf/layers/segmental_model.py ClassesToSegmentsLayer", code="num_classes", literal="window"
     ),
     "combine": _own(
         "returnn/tf/layers/basic.py CombineLayer",
         code="activation allow_broadcast_all_sources eval eval_locals",
         literal="eval_for_output_loss kind with_bias",
     ),
-    "combine_dims": _own(
-        "returnn/tf/layers/basic.py CombineDimsLayer",
-        axis="axes dropout_axis",
-        code="dropout_noise_shape keep_order mask",
-        literal="dropout dropout_on_forward",
-    ),
+    "combine_dims": _concat("returnn/tf/layers/basic.py CombineDimsLayer", axis="axes", code="keep_order"),
     "compare": _own(
         "returnn/tf/layers/basic.py CompareLayer", code="allow_broadcast_all_sources value", literal="kind"
     ),
-    "complex_linear_projection": _own(
-        "returnn/tf/layers/signal_processing.py ComplexLinearProjectionLayer",
-        axis="dropout_axis",
-        code="clp_weights_init dropout_noise_shape mask nr_of_filters",
-        literal="dropout dropout_on_forward",
+    "complex_linear_projection": _concat(
+        "returnn/tf/layers/signal_processing.py ComplexLinearProjectionLayer", code="clp_weights_init nr_of_filters"
     ),
-    "complex_to_alternating_real": _own(
-        "returnn/tf/layers/signal_processing.py ComplexToAlternatingRealLayer",
-        axis="dropout_axis",
-        code="dropout_noise_shape mask",
-        literal="dropout dropout_on_forward",
-    ),
+    "complex_to_alternating_real": _concat("returnn/tf/layers/signal_processing.py ComplexToAlternatingRealLayer"),
     "concat": _own("returnn/tf/layers/basic.py ConcatLayer", literal="allow_broadcast"),
-    "concat_attention": _own(
-        "returnn/tf/layers/rec.py ConcatAttentionLayer",
-        axis="dropout_axis",
-        code="dropout_noise_shape mask",
-        layer="base base_ctx",
-        literal="dropout dropout_on_forward",
-    ),
+    "concat_attention": _concat("returnn/tf/layers/rec.py ConcatAttentionLayer", layer="base base_ctx"),
     "cond": _own("returnn/tf/layers/basic.py CondLayer", net="condition false_layer true_layer"),
     "constant": _own(
         "returnn/tf/layers/basic.py ConstantLayer",
@@ -178,45 +143,27 @@ _OWN: dict[str, dict[str, Reading]] = {
         layers="shape_deps",
         literal="dtype value with_batch_dim",
     ),
-    "conv": _own(
+    "conv": _concat(
         "returnn/tf/layers/basic.py ConvLayer",
-        axis="dropout_axis",
-        code="activation auto_use_channel_first bias_init dropout_noise_shape filter_perm filter_size forward_weights_init mask pad_seq_len_to_power with_bias",
+        code="activation auto_use_channel_first bias_init filter_perm filter_size forward_weights_init pad_seq_len_to_power with_bias",
         dim="in_spatial_dims input_expand_dims input_split_feature_dim out_spatial_dims",
         layer="bias filter",
-        literal="dilation_rate dropout dropout_on_forward groups input_add_feature_dim padding strides use_time_mask",
+        literal="dilation_rate groups input_add_feature_dim padding strides use_time_mask",
     ),
-    "copy": _own(
-        "returnn/tf/layers/basic.py CopyLayer",
-        axis="dropout_axis",
-        code="dropout_noise_shape mask",
-        layers="extra_deps",
-        literal="dropout dropout_on_forward",
-    ),
+    "copy": _concat("returnn/tf/layers/basic.py CopyLayer", layers="extra_deps"),
     "ctc_loss": _own(
         "returnn/tf/layers/basic.py CtcLossLayer",
         layer="logits targets",
         literal="blank_index label_loop logits_normalized max_approx",
     ),
-    "cum_concat": _own(
-        "returnn/tf/layers/rec.py CumConcatLayer",
-        axis="axis dropout_axis",
-        code="dropout_noise_shape mask",
-        dim="out_spatial_dim",
-        literal="dropout dropout_on_forward",
-    ),
-    "cumsum": _own(
+    "cum_concat": _concat("returnn/tf/layers/rec.py CumConcatLayer", axis="axis", dim="out_spatial_dim"),
+    "cumsum": _concat(
         "returnn/tf/layers/basic.py CumsumLayer",
-        axis="axis dropout_axis",
-        code="additional_left_summand_per_element dropout_noise_shape mask",
-        literal="dropout dropout_on_forward reverse",
+        axis="axis",
+        code="additional_left_summand_per_element",
+        literal="reverse",
     ),
-    "dct": _own(
-        "returnn/tf/layers/basic.py DctLayer",
-        axis="dropout_axis",
-        code="dropout_noise_shape mask n norm",
-        literal="dropout dropout_on_forward type",
-    ),
+    "dct": _concat("returnn/tf/layers/basic.py DctLayer", code="n norm", literal="type"),
     "decide": _own(
         "returnn/tf/layers/rec.py DecideLayer",
         code="add_to_beam_scores beam_size search",
@@ -231,176 +178,98 @@ _OWN: dict[str, dict[str, Reading]] = {
         code="add_var2_if_empty",
         literal="debug use_mask",
     ),
-    "dot_attention": _own(
-        "returnn/tf/layers/rec.py DotAttentionLayer",
-        axis="dropout_axis",
-        code="dropout_noise_shape energy_factor mask",
-        layer="base base_ctx",
-        literal="dropout dropout_on_forward",
-    ),
-    "dropout": _own(
-        "returnn/tf/layers/basic.py DropoutLayer",
-        axis="dropout_axis",
-        code="dropout_noise_shape extra_deps mask",
-        literal="dropout dropout_on_forward",
-    ),
+    "dot_attention": _concat("returnn/tf/layers/rec.py DotAttentionLayer", code="energy_factor", layer="base base_ctx"),
+    "dropout": _concat("returnn/tf/layers/basic.py DropoutLayer", code="extra_deps"),
     "edit_distance": _own("returnn/tf/layers/rec.py EditDistanceLayer", dim="a_spatial_dim b_spatial_dim", layer="a b"),
     "edit_distance_table": _own(
         "returnn/tf/layers/rec.py EditDistanceTableLayer", axis="axis", code="blank_idx", literal="debug"
     ),
-    "elemwise_prod": _own(
-        "returnn/tf/layers/basic.py ElemwiseProdLayer",
-        axis="axes dropout_axis",
-        code="dropout_noise_shape mask size",
-        literal="dropout dropout_on_forward",
-    ),
+    "elemwise_prod": _concat("returnn/tf/layers/basic.py ElemwiseProdLayer", axis="axes", code="size"),
     "eval": _own(
         "returnn/tf/layers/basic.py EvalLayer",
         code="activation allow_broadcast_all_sources eval eval_locals",
         literal="eval_for_output_loss kind with_bias",
     ),
-    "expand_dims": _own(
-        "returnn/tf/layers/basic.py ExpandDimsLayer",
-        axis="axis dropout_axis",
-        code="dropout_noise_shape mask",
-        literal="dim dropout dropout_on_forward",
-    ),
-    "fast_bw": _own(
+    "expand_dims": _concat("returnn/tf/layers/basic.py ExpandDimsLayer", axis="axis", literal="dim"),
+    "fast_bw": _concat(
         "returnn/tf/layers/basic.py FastBaumWelchLayer",
-        axis="dropout_axis",
-        code="align_target align_target_key ctc_opts dropout_noise_shape input_type mask sprint_opts",
+        code="align_target align_target_key ctc_opts input_type sprint_opts",
         layer="staircase_seq_len_source",
-        literal="am_scale dropout dropout_on_forward min_prob tdp_scale",
+        literal="am_scale min_prob tdp_scale",
     ),
-    "fill_unused": _own(
-        "returnn/tf/layers/segmental_model.py FillUnusedMemoryLayer",
-        axis="dropout_axis",
-        code="dropout_noise_shape mask",
-        literal="dropout dropout_on_forward fill_value",
+    "fill_unused": _concat("returnn/tf/layers/segmental_model.py FillUnusedMemoryLayer", literal="fill_value"),
+    "first_t_frames_noise_estimator": _concat(
+        "returnn/tf/layers/signal_processing.py NoiseEstimationByFirstTFramesLayer", code="nr_of_frames"
     ),
-    "first_t_frames_noise_estimator": _own(
-        "returnn/tf/layers/signal_processing.py NoiseEstimationByFirstTFramesLayer",
-        axis="dropout_axis",
-        code="dropout_noise_shape mask nr_of_frames",
-        literal="dropout dropout_on_forward",
-    ),
-    "flatten_batch": _own(
-        "returnn/tf/layers/basic.py FlattenBatchLayer",
-        axis="axis dropout_axis",
-        code="dropout_noise_shape mask",
-        literal="batch_major dropout dropout_on_forward",
-    ),
-    "flatten_time": _own(
-        "returnn/tf/layers/segmental_model.py FlattenTimeLayer",
-        axis="dropout_axis",
-        code="dropout_noise_shape mask",
-        literal="dropout dropout_on_forward",
-    ),
+    "flatten_batch": _concat("returnn/tf/layers/basic.py FlattenBatchLayer", axis="axis", literal="batch_major"),
+    "flatten_time": _concat("returnn/tf/layers/segmental_model.py FlattenTimeLayer"),
     "fold": _own(
         "returnn/tf/layers/basic.py FoldLayer",
         code="window_left window_right",
         dim="in_spatial_dim out_spatial_dim window_dim",
         literal="mode padding stride",
     ),
-    "forced_align": _own(
+    "forced_align": _concat(
         "returnn/tf/layers/basic.py ForcedAlignmentLayer",
-        axis="dropout_axis",
-        code="dropout_noise_shape input_type mask topology",
+        code="input_type topology",
         layer="align_target",
-        literal="blank_idx blank_included dropout dropout_on_forward",
+        literal="blank_idx blank_included",
     ),
-    "forward": _own(
+    "forward": _concat(
         "returnn/tf/layers/basic.py LinearLayer",
-        axis="dropout_axis",
-        code="activation bias_init dropout_noise_shape forward_weights_init grad_filter mask",
-        literal="dropout dropout_on_forward use_transposed_weights with_bias",
+        code="activation bias_init forward_weights_init grad_filter",
+        literal="use_transposed_weights with_bias",
     ),
     "framewise_statistics": _own(
         "returnn/tf/layers/basic.py FramewiseStatisticsLayer", code="sil_label_idx", literal="histogram_num_bins"
     ),
-    "gather": _own(
-        "returnn/tf/layers/basic.py GatherLayer",
-        axis="axis dropout_axis",
-        code="dropout_noise_shape mask",
-        layer="position",
-        literal="clip_to_valid dropout dropout_on_forward",
-    ),
-    "gather_nd": _own(
-        "returnn/tf/layers/basic.py GatherNdLayer",
-        axis="dropout_axis",
-        code="dropout_noise_shape mask",
-        layer="position",
-        literal="dropout dropout_on_forward",
-    ),
-    "gating": _own(
-        "returnn/tf/layers/basic.py GatingLayer",
-        axis="dropout_axis",
-        code="activation dropout_noise_shape gate_activation mask",
-        literal="dropout dropout_on_forward",
-    ),
-    "gauss_window_attention": _own(
+    "gather": _concat("returnn/tf/layers/basic.py GatherLayer", axis="axis", layer="position", literal="clip_to_valid"),
+    "gather_nd": _concat("returnn/tf/layers/basic.py GatherNdLayer", layer="position"),
+    "gating": _concat("returnn/tf/layers/basic.py GatingLayer", code="activation gate_activation"),
+    "gauss_window_attention": _concat(
         "returnn/tf/layers/rec.py GaussWindowAttentionLayer",
-        axis="dropout_axis",
-        code="dropout_noise_shape inner_size mask window_size",
+        code="inner_size window_size",
         layer="base",
-        literal="dropout dropout_on_forward inner_size_step std",
+        literal="inner_size_step std",
     ),
-    "generic_attention": _own(
-        "returnn/tf/layers/rec.py GenericAttentionLayer",
-        axis="dropout_axis",
-        code="dropout_noise_shape mask",
-        layer="base weights",
-        literal="auto_squeeze dropout dropout_on_forward",
+    "generic_attention": _concat(
+        "returnn/tf/layers/rec.py GenericAttentionLayer", layer="base weights", literal="auto_squeeze"
     ),
     "get_last_hidden_state": _own("returnn/tf/layers/rec.py GetLastHiddenStateLayer", code="combine key"),
     "get_rec_accumulated": _own("returnn/tf/layers/rec.py GetRecAccumulatedOutputLayer", code="sub_layer"),
     "global_train_step": _own("returnn/tf/layers/basic.py GlobalTrainStepLayer"),
-    "gradient": _own(
-        "returnn/tf/layers/basic.py GradientLayer",
-        axis="dropout_axis",
-        code="dropout_noise_shape mask",
-        layer="x y",
-        literal="dropout dropout_on_forward",
-    ),
+    "gradient": _concat("returnn/tf/layers/basic.py GradientLayer", layer="x y"),
     "hdf_dump": _own(
         "returnn/tf/layers/basic.py HDFDumpLayer",
         code="filename labels",
         layers="extra",
         literal="dump_per_run dump_whole_batches extend_existing_file",
     ),
-    "hidden": _own(
+    "hidden": _concat(
         "returnn/tf/layers/basic.py LinearLayer",
-        axis="dropout_axis",
-        code="activation bias_init dropout_noise_shape forward_weights_init grad_filter mask",
-        literal="dropout dropout_on_forward use_transposed_weights with_bias",
+        code="activation bias_init forward_weights_init grad_filter",
+        literal="use_transposed_weights with_bias",
     ),
     "identity": _own("returnn/tf/layers/basic.py IdentityLayer", layers="control_dependencies"),
     "image_summary": _own("returnn/tf/layers/basic.py ImageSummaryLayer", literal="max_outputs"),
-    "istft": _own(
+    "istft": _concat(
         "returnn/tf/layers/signal_processing.py IstftLayer",
-        axis="dropout_axis",
-        code="dropout_noise_shape fft_size frame_shift frame_size mask",
+        code="fft_size frame_shift frame_size",
         dim="in_spatial_dims out_spatial_dims",
-        literal="dropout dropout_on_forward use_time_mask",
+        literal="use_time_mask",
     ),
-    "kenlm": _own(
+    "kenlm": _concat(
         "returnn/tf/layers/rec.py KenLmStateLayer",
-        axis="axis dropout_axis",
-        code="bpe_merge_symbol dropout_noise_shape lm_file mask vocab_file vocab_unknown_label",
-        literal="debug dense_output dropout dropout_on_forward input_step_offset",
+        axis="axis",
+        code="bpe_merge_symbol lm_file vocab_file vocab_unknown_label",
+        literal="debug dense_output input_step_offset",
     ),
-    "layer_norm": _own(
-        "returnn/tf/layers/basic.py LayerNormLayer",
-        axis="dropout_axis",
-        code="dropout_noise_shape mask",
-        literal="dropout dropout_on_forward epsilon",
-    ),
+    "layer_norm": _concat("returnn/tf/layers/basic.py LayerNormLayer", literal="epsilon"),
     "length": _own("returnn/tf/layers/basic.py LengthLayer", axis="axis", literal="add_time_axis dtype sparse"),
-    "linear": _own(
+    "linear": _concat(
         "returnn/tf/layers/basic.py LinearLayer",
-        axis="dropout_axis",
-        code="activation bias_init dropout_noise_shape forward_weights_init grad_filter mask",
-        literal="dropout dropout_on_forward use_transposed_weights with_bias",
+        code="activation bias_init forward_weights_init grad_filter",
+        literal="use_transposed_weights with_bias",
     ),
     "loss": _own("returnn/tf/layers/basic.py LossLayer", code="loss_ target_", literal="use_error"),
     "mask_based_gevbeamforming": _own(
@@ -420,51 +289,34 @@ _OWN: dict[str, dict[str, Reading]] = {
         layer="mask",
         net="unit",
     ),
-    "math_norm": _own(
-        "returnn/tf/layers/basic.py MathNormLayer",
-        axis="axes axis dropout_axis",
-        code="dropout_noise_shape mask p",
-        literal="dropout dropout_on_forward keep_dims",
-    ),
-    "mel_filterbank": _own(
+    "math_norm": _concat("returnn/tf/layers/basic.py MathNormLayer", axis="axes axis", code="p", literal="keep_dims"),
+    "mel_filterbank": _concat(
         "returnn/tf/layers/signal_processing.py MelFilterbankLayer",
-        axis="dropout_axis",
-        code="dropout_noise_shape f_max f_min mask",
-        literal="dropout dropout_on_forward fft_size nr_of_filters sampling_rate",
+        code="f_max f_min",
+        literal="fft_size nr_of_filters sampling_rate",
     ),
-    "merge_dims": _own(
-        "returnn/tf/layers/basic.py MergeDimsLayer",
-        axis="axes dropout_axis",
-        code="dropout_noise_shape keep_order mask",
-        literal="dropout dropout_on_forward",
-    ),
-    "multichannel_multiresolution_stft_layer": _own(
+    "merge_dims": _concat("returnn/tf/layers/basic.py MergeDimsLayer", axis="axes", code="keep_order"),
+    "multichannel_multiresolution_stft_layer": _concat(
         "returnn/tf/layers/signal_processing.py MultiChannelMultiResolutionStftLayer",
-        axis="dropout_axis",
-        code="dropout_noise_shape fft_sizes frame_shift frame_sizes mask window",
-        literal="dropout dropout_on_forward nr_of_channels pad_last_frame use_rfft",
+        code="fft_sizes frame_shift frame_sizes window",
+        literal="nr_of_channels pad_last_frame use_rfft",
     ),
-    "multichannel_stft_layer": _own(
+    "multichannel_stft_layer": _concat(
         "returnn/tf/layers/signal_processing.py MultiChannelStftLayer",
-        axis="dropout_axis",
-        code="dropout_noise_shape fft_size fft_sizes frame_shift frame_size frame_sizes mask window",
-        literal="dropout dropout_on_forward nr_of_channels pad_last_frame use_rfft",
+        code="fft_size fft_sizes frame_shift frame_size frame_sizes window",
+        literal="nr_of_channels pad_last_frame use_rfft",
     ),
-    "norm": _own(
-        "returnn/tf/layers/basic.py NormLayer",
-        axis="axes axis dropout_axis",
-        code="dropout_noise_shape mask param_shape",
-        literal="bias dropout dropout_on_forward epsilon scale",
+    "norm": _concat(
+        "returnn/tf/layers/basic.py NormLayer", axis="axes axis", code="param_shape", literal="bias epsilon scale"
     ),
     "normalize_length_scores": _own("returnn/tf/layers/segmental_model.py NormalizeLengthScoresLayer"),
     "optimal_completions": _own("returnn/tf/layers/rec.py OptimalCompletionsLayer", code="blank_idx", literal="debug"),
-    "pad": _own(
+    "pad": _concat(
         "returnn/tf/layers/basic.py PadLayer",
-        axis="axes dropout_axis",
-        code="dropout_noise_shape mask",
+        axis="axes",
         dim="handle_dynamic_dims out_dims",
         layer="value",
-        literal="dropout dropout_on_forward mode padding",
+        literal="mode padding",
     ),
     "parametric_wiener_filter": _own(
         "returnn/tf/layers/signal_processing.py ParametricWienerFilterLayer",
@@ -472,33 +324,20 @@ _OWN: dict[str, dict[str, Reading]] = {
         layer="filter_input noise_estimation parameters",
         literal="average_parameters",
     ),
-    "pool": _own(
+    "pool": _concat(
         "returnn/tf/layers/basic.py PoolLayer",
-        axis="dropout_axis",
-        code="dropout_noise_shape mask pool_size strides use_channel_first",
+        code="pool_size strides use_channel_first",
         dim="in_spatial_dims out_spatial_dims",
-        literal="dilation_rate dropout dropout_on_forward mode padding use_time_mask",
+        literal="dilation_rate mode padding use_time_mask",
     ),
-    "positional_encoding": _own(
-        "returnn/tf/layers/rec.py PositionalEncodingLayer",
-        axis="axis dropout_axis",
-        code="dropout_noise_shape mask",
-        layer="offset",
-        literal="add_to_input constant dropout dropout_on_forward",
+    "positional_encoding": _concat(
+        "returnn/tf/layers/rec.py PositionalEncodingLayer", axis="axis", layer="offset", literal="add_to_input constant"
     ),
-    "postfix_in_time": _own(
-        "returnn/tf/layers/basic.py PostfixInTimeLayer",
-        axis="axis dropout_axis",
-        code="dropout_noise_shape mask",
-        layer="postfix",
-        literal="dropout dropout_on_forward repeat",
+    "postfix_in_time": _concat(
+        "returnn/tf/layers/basic.py PostfixInTimeLayer", axis="axis", layer="postfix", literal="repeat"
     ),
-    "prefix_in_time": _own(
-        "returnn/tf/layers/basic.py PrefixInTimeLayer",
-        axis="axis dropout_axis",
-        code="dropout_noise_shape mask",
-        layer="repeat size_base",
-        literal="dropout dropout_on_forward prefix",
+    "prefix_in_time": _concat(
+        "returnn/tf/layers/basic.py PrefixInTimeLayer", axis="axis", layer="repeat size_base", literal="prefix"
     ),
     "print": _own("returnn/tf/layers/basic.py PrintLayer", code="extra_print_args", literal="summarize"),
     "rand_int": _own(
@@ -525,192 +364,140 @@ _OWN: dict[str, dict[str, Reading]] = {
     "range_in_axis": _own(
         "returnn/tf/layers/basic.py RangeInAxisLayer", axis="axis", literal="dtype keepdims sparse unbroadcast"
     ),
-    "rec": _own(
+    "rec": _concat(
         "returnn/tf/layers/rec.py RecLayer",
-        axis="axis dropout_axis",
-        code="back_prop bias_init debug direction dropout_noise_shape forward_weights_init mask max_seq_len optimize_move_layers_out recurrent_weights_init unit_opts",
+        axis="axis",
+        code="back_prop bias_init debug direction forward_weights_init max_seq_len optimize_move_layers_out recurrent_weights_init unit_opts",
         layer="initial_state max_seq_len_via",
-        literal="cheating dropout dropout_on_forward include_eos input_projection unroll use_global_rec_step_offset",
+        literal="cheating include_eos input_projection unroll use_global_rec_step_offset",
         net="unit",
     ),
     "rec_last_output": _own("returnn/tf/layers/rec.py RecLastOutputLayer", code="sub_layer_name", layer="rec_layer"),
     "rec_unstack": _own("returnn/tf/layers/rec.py RecUnstackLayer", axis="axis", literal="declare_rec_time"),
-    "reduce": _own(
+    "reduce": _concat(
         "returnn/tf/layers/basic.py ReduceLayer",
-        axis="axes axis dropout_axis enforce_batch_dim_axis",
-        code="dropout_noise_shape mask use_time_mask",
-        literal="dropout dropout_on_forward keep_dims mode",
+        axis="axes axis enforce_batch_dim_axis",
+        code="use_time_mask",
+        literal="keep_dims mode",
     ),
-    "reduce_out": _own(
-        "returnn/tf/layers/basic.py ReduceOutLayer",
-        axis="dropout_axis",
-        code="dropout_noise_shape mask num_pieces",
-        literal="dropout dropout_on_forward mode",
-    ),
-    "reinterpret_data": _own(
+    "reduce_out": _concat("returnn/tf/layers/basic.py ReduceOutLayer", code="num_pieces", literal="mode"),
+    "reinterpret_data": _concat(
         "returnn/tf/layers/basic.py ReinterpretDataLayer",
-        axis="dropout_axis set_axes switch_axes",
-        code="dropout_noise_shape mask set_dim_tags set_sparse",
+        axis="set_axes switch_axes",
+        code="set_dim_tags set_sparse",
         dim="increase_sparse_dim set_sparse_dim",
         layer="batch_dim_base size_base",
-        literal="dropout dropout_on_forward enforce_batch_major enforce_time_major",
+        literal="enforce_batch_major enforce_time_major",
     ),
-    "relative_positional_encoding": _own(
+    "relative_positional_encoding": _concat(
         "returnn/tf/layers/rec.py RelativePositionalEncodingLayer",
-        axis="dropout_axis",
-        code="dropout_noise_shape forward_weights_init mask query_offset",
+        code="forward_weights_init query_offset",
         dim="key_value_spatial_dim query_spatial_dim",
-        literal="clipping dropout dropout_on_forward fixed",
+        literal="clipping fixed",
     ),
     "remove": _own("returnn/tf/layers/basic.py RemoveLayer", axis="axis", code="symbol"),
-    "repeat": _own(
-        "returnn/tf/layers/basic.py RepeatLayer",
-        axis="axis dropout_axis",
-        code="dropout_noise_shape mask",
-        layer="repetitions",
-        literal="dropout dropout_on_forward",
-    ),
+    "repeat": _concat("returnn/tf/layers/basic.py RepeatLayer", axis="axis", layer="repetitions"),
     "reshape": _own("returnn/tf/layers/basic.py ReshapeLayer", dim="in_dims out_dims", layers="extra_deps"),
-    "resize": _own(
+    "resize": _concat(
         "returnn/tf/layers/basic.py ResizeLayer",
-        axis="axis dropout_axis",
-        code="dropout_noise_shape fill_dropout fill_value mask",
+        axis="axis",
+        code="fill_dropout fill_value",
         layer="factor",
-        literal="dropout dropout_on_forward kind",
+        literal="kind",
     ),
-    "rnn_cell": _own(
-        "returnn/tf/layers/rec.py RnnCellLayer",
-        axis="dropout_axis",
-        code="dropout_noise_shape mask unit_opts weights_init",
-        layer="initial_state",
-        literal="dropout dropout_on_forward unit",
+    "rnn_cell": _concat(
+        "returnn/tf/layers/rec.py RnnCellLayer", code="unit_opts weights_init", layer="initial_state", literal="unit"
     ),
-    "scaled_grad": _own(
+    "scaled_grad": _concat(
         "returnn/tf/layers/basic.py ScaledGradientLayer",
-        axis="clip_max_axis dropout_axis scale_shift_by_sum_over_axis",
-        code="dropout_noise_shape extra_deps mask",
+        axis="clip_max_axis scale_shift_by_sum_over_axis",
+        code="extra_deps",
         layer="scale shift",
-        literal="dropout dropout_on_forward",
     ),
-    "scatter_nd": _own(
+    "scatter_nd": _concat(
         "returnn/tf/layers/basic.py ScatterNdLayer",
-        axis="dropout_axis position_axis",
-        code="dropout_noise_shape mask",
+        axis="position_axis",
         dim="out_spatial_dim",
         layer="output_dim_via_time_from position",
-        literal="dropout dropout_on_forward filter_invalid_indices",
+        literal="filter_invalid_indices",
     ),
     "search_sorted": _own(
         "returnn/tf/layers/basic.py SearchSortedLayer", axis="axis", code="side", layer="sorted_sequence values"
     ),
-    "segment_alignment": _own(
-        "returnn/tf/layers/segmental_model.py SegmentAlignmentLayer",
-        axis="dropout_axis",
-        code="dropout_noise_shape mask num_classes",
-        literal="dropout dropout_on_forward window",
+    "segment_alignment": _concat(
+        "returnn/tf/layers/segmental_model.py SegmentAlignmentLayer", code="num_classes", literal="window"
     ),
-    "segment_input": _own(
-        "returnn/tf/layers/segmental_model.py SegmentInputLayer",
-        axis="dropout_axis",
-        code="dropout_noise_shape mask",
-        literal="dropout dropout_on_forward window",
-    ),
-    "self_attention": _own(
+    "segment_input": _concat("returnn/tf/layers/segmental_model.py SegmentInputLayer", literal="window"),
+    "self_attention": _concat(
         "returnn/tf/layers/rec.py SelfAttentionLayer",
-        axis="dropout_axis",
-        code="dropout_noise_shape forward_weights_init initial_state mask num_heads state_var_lengths",
+        code="forward_weights_init initial_state num_heads state_var_lengths",
         dim="total_key_dim",
         layer="key_shift",
-        literal="attention_dropout attention_left_only dropout dropout_on_forward restrict_state_to_last_seq",
+        literal="attention_dropout attention_left_only restrict_state_to_last_seq",
     ),
-    "seq_len_mask": _own(
+    "seq_len_mask": _concat(
         "returnn/tf/layers/basic.py SeqLenMaskLayer",
-        axis="axis dropout_axis",
-        code="dropout_noise_shape mask mask_value",
+        axis="axis",
+        code="mask_value",
         layer="seq_len_source start window_size window_start",
-        literal="dropout dropout_on_forward",
     ),
-    "shift_axis": _own(
+    "shift_axis": _concat(
         "returnn/tf/layers/basic.py ShiftAxisLayer",
-        axis="axis dropout_axis",
-        code="amount dropout_noise_shape mask",
-        literal="adjust_size_info dropout dropout_on_forward pad pad_value",
+        axis="axis",
+        code="amount",
+        literal="adjust_size_info pad pad_value",
     ),
     "signal_masking": _own("returnn/tf/layers/signal_processing.py SignalMaskingLayer", layer="mask signal"),
-    "slice": _own(
-        "returnn/tf/layers/basic.py SliceLayer",
-        axis="axis dropout_axis",
-        code="dropout_noise_shape mask slice_end slice_start slice_step",
-        literal="dropout dropout_on_forward",
-    ),
-    "slice_nd": _own(
+    "slice": _concat("returnn/tf/layers/basic.py SliceLayer", axis="axis", code="slice_end slice_start slice_step"),
+    "slice_nd": _concat(
         "returnn/tf/layers/basic.py SliceNdLayer",
-        axis="axis dropout_axis",
-        code="dropout_noise_shape mask min_size",
+        axis="axis",
+        code="min_size",
         dim="out_spatial_dim",
         layer="size start",
-        literal="dropout dropout_on_forward",
     ),
-    "softmax": _own(
+    "softmax": _concat(
         "returnn/tf/layers/basic.py SoftmaxLayer",
-        axis="dropout_axis",
-        code="activation bias_init dropout_noise_shape forward_weights_init grad_filter mask",
-        literal="dropout dropout_on_forward use_transposed_weights with_bias",
+        code="activation bias_init forward_weights_init grad_filter",
+        literal="use_transposed_weights with_bias",
     ),
-    "softmax_over_spatial": _own(
+    "softmax_over_spatial": _concat(
         "returnn/tf/layers/basic.py SoftmaxOverSpatialLayer",
-        axis="axis dropout_axis",
-        code="dropout_noise_shape energy_factor mask use_time_mask",
+        axis="axis",
+        code="energy_factor use_time_mask",
         layer="start window_size window_start",
-        literal="dropout dropout_on_forward log_space",
+        literal="log_space",
     ),
     "source": _own("returnn/tf/layers/basic.py SourceLayer", code="data_key"),
     "sparse_softmax_cross_entropy_with_logits": _own(
         "returnn/tf/layers/basic.py SparseSoftmaxCrossEntropyWithLogitsLayer", axis="axis", layer="logits targets"
     ),
-    "split": _own(
-        "returnn/tf/layers/basic.py SplitLayer",
-        axis="axis dropout_axis",
-        code="dropout_noise_shape mask num_splits size_splits",
-        dim="out_dims",
-        literal="dropout dropout_on_forward",
+    "split": _concat(
+        "returnn/tf/layers/basic.py SplitLayer", axis="axis", code="num_splits size_splits", dim="out_dims"
     ),
     "split_batch_beam": _own(
         "returnn/tf/layers/rec.py SplitBatchBeamLayer", code="add_to_beam_scores beam_size search", dim="beam_dim"
     ),
-    "split_batch_time": _own(
-        "returnn/tf/layers/basic.py SplitBatchTimeLayer",
-        axis="dropout_axis",
-        code="dropout_noise_shape mask",
-        layer="base",
-        literal="dropout dropout_on_forward",
+    "split_batch_time": _concat("returnn/tf/layers/basic.py SplitBatchTimeLayer", layer="base"),
+    "split_concatenated_multichannel": _concat(
+        "returnn/tf/layers/signal_processing.py SplitConcatMultiChannel", literal="nr_of_channels"
     ),
-    "split_concatenated_multichannel": _own(
-        "returnn/tf/layers/signal_processing.py SplitConcatMultiChannel",
-        axis="dropout_axis",
-        code="dropout_noise_shape mask",
-        literal="dropout dropout_on_forward nr_of_channels",
-    ),
-    "split_dims": _own(
+    "split_dims": _concat(
         "returnn/tf/layers/basic.py SplitDimsLayer",
-        axis="axis dropout_axis",
-        code="dropout_noise_shape mask pad_to_multiples",
+        axis="axis",
+        code="pad_to_multiples",
         dim="dims",
-        literal="dropout dropout_on_forward pad_value",
+        literal="pad_value",
     ),
-    "squeeze": _own(
-        "returnn/tf/layers/basic.py SqueezeLayer",
-        axis="axis dropout_axis enforce_batch_dim_axis",
-        code="dropout_noise_shape mask",
-        literal="allow_no_op dropout dropout_on_forward",
+    "squeeze": _concat(
+        "returnn/tf/layers/basic.py SqueezeLayer", axis="axis enforce_batch_dim_axis", literal="allow_no_op"
     ),
     "stack": _own("returnn/tf/layers/basic.py StackLayer", axis="axis", dim="out_spatial_dim"),
-    "stft": _own(
+    "stft": _concat(
         "returnn/tf/layers/signal_processing.py StftLayer",
-        axis="dropout_axis",
-        code="dropout_noise_shape fft_size frame_shift frame_size mask",
+        code="fft_size frame_shift frame_size",
         dim="in_spatial_dims out_spatial_dims",
-        literal="dropout dropout_on_forward use_time_mask",
+        literal="use_time_mask",
     ),
     "subnetwork": _own(
         "returnn/tf/layers/basic.py SubnetworkLayer",
@@ -718,99 +505,42 @@ _OWN: dict[str, dict[str, Reading]] = {
         literal="concat_sources dropout",
         net="subnetwork",
     ),
-    "swap_axes": _own(
-        "returnn/tf/layers/basic.py SwapAxesLayer",
-        axis="axis1 axis2 dropout_axis",
-        code="dropout_noise_shape mask",
-        literal="dropout dropout_on_forward",
-    ),
-    "swap_time_feature": _own(
-        "returnn/tf/layers/segmental_model.py SwapTimeFeatureLayer",
-        axis="dropout_axis",
-        code="dropout_noise_shape mask",
-        literal="dropout dropout_on_forward",
-    ),
+    "swap_axes": _concat("returnn/tf/layers/basic.py SwapAxesLayer", axis="axis1 axis2"),
+    "swap_time_feature": _concat("returnn/tf/layers/segmental_model.py SwapTimeFeatureLayer"),
     "switch": _own("returnn/tf/layers/basic.py SwitchLayer", layer="condition false_from true_from"),
-    "synthetic_gradient": _own(
-        "returnn/tf/layers/basic.py SyntheticGradientLayer",
-        axis="dropout_axis",
-        code="dropout_noise_shape mask",
-        layer="gradient",
-        literal="dropout dropout_on_forward meta_loss_scale",
+    "synthetic_gradient": _concat(
+        "returnn/tf/layers/basic.py SyntheticGradientLayer", layer="gradient", literal="meta_loss_scale"
     ),
-    "tikhonov_regularization": _own(
-        "returnn/tf/layers/basic.py TikhonovRegularizationLayer",
-        axis="dropout_axis",
-        code="dropout_noise_shape extra_deps mask",
-        literal="dropout dropout_on_forward meta_loss_scale",
+    "tikhonov_regularization": _concat(
+        "returnn/tf/layers/basic.py TikhonovRegularizationLayer", code="extra_deps", literal="meta_loss_scale"
     ),
-    "tile": _own(
-        "returnn/tf/layers/basic.py TileLayer",
-        axis="dropout_axis",
-        code="dropout_noise_shape mask multiples",
-        dim="out_dims",
-        literal="dropout dropout_on_forward",
-    ),
-    "tile_features": _own(
-        "returnn/tf/layers/signal_processing.py TileFeaturesLayer",
-        axis="dropout_axis",
-        code="dropout_noise_shape mask",
-        literal="dropout dropout_on_forward repetitions",
-    ),
-    "time_chunking": _own(
-        "returnn/tf/layers/basic.py TimeChunkingLayer",
-        axis="axis dropout_axis",
-        code="chunk_size chunk_step dropout_noise_shape mask",
-        literal="dropout dropout_on_forward",
-    ),
-    "time_unchunking": _own(
-        "returnn/tf/layers/basic.py TimeUnChunkingLayer",
-        axis="dropout_axis",
-        code="dropout_noise_shape mask",
-        layer="chunking_layer",
-        literal="dropout dropout_on_forward",
-    ),
+    "tile": _concat("returnn/tf/layers/basic.py TileLayer", code="multiples", dim="out_dims"),
+    "tile_features": _concat("returnn/tf/layers/signal_processing.py TileFeaturesLayer", literal="repetitions"),
+    "time_chunking": _concat("returnn/tf/layers/basic.py TimeChunkingLayer", axis="axis", code="chunk_size chunk_step"),
+    "time_unchunking": _concat("returnn/tf/layers/basic.py TimeUnChunkingLayer", layer="chunking_layer"),
     "top_k": _own("returnn/tf/layers/basic.py TopKLayer", axis="axis", dim="k_dim", layer="k", literal="sorted"),
     "train_flag": _own("returnn/tf/layers/basic.py TrainFlagLayer"),
-    "transpose": _own(
-        "returnn/tf/layers/basic.py TransposeLayer",
-        axis="dropout_axis",
-        code="dropout_noise_shape mask perm",
-        literal="dropout dropout_on_forward",
-    ),
-    "transposed_conv": _own(
+    "transpose": _concat("returnn/tf/layers/basic.py TransposeLayer", code="perm"),
+    "transposed_conv": _concat(
         "returnn/tf/layers/basic.py TransposedConvLayer",
-        axis="dropout_axis",
-        code="activation bias_init dropout_noise_shape filter_perm filter_size forward_weights_init mask output_padding strides",
+        code="activation bias_init filter_perm filter_size forward_weights_init output_padding strides",
         dim="in_spatial_dims out_spatial_dims",
         layer="bias filter",
-        literal="dropout dropout_on_forward padding remove_padding use_time_mask with_bias",
+        literal="padding remove_padding use_time_mask with_bias",
     ),
     "twod_lstm": _own(
         "returnn/tf/layers/rec.py TwoDLSTMLayer",
         code="bias_init forward_weights_init pooling recurrent_weights_init unit_opts",
     ),
-    "unflatten_batch": _own(
-        "returnn/tf/layers/basic.py UnflattenBatchLayer",
-        axis="dropout_axis",
-        code="dropout_noise_shape mask",
-        literal="dropout dropout_on_forward",
-    ),
-    "unflatten_nd": _own(
+    "unflatten_batch": _concat("returnn/tf/layers/basic.py UnflattenBatchLayer"),
+    "unflatten_nd": _concat(
         "returnn/tf/layers/basic.py UnflattenNdLayer",
-        axis="dropout_axis num_axes",
-        code="dropout_noise_shape mask",
+        axis="num_axes",
         dim="out_dims",
         layers="declare_same_sizes_as sizes",
-        literal="dropout dropout_on_forward",
     ),
     "unmask": _own("returnn/tf/layers/rec.py UnmaskLayer", layer="mask"),
-    "unsegment_input": _own(
-        "returnn/tf/layers/segmental_model.py UnsegmentInputLayer",
-        axis="dropout_axis",
-        code="dropout_noise_shape mask",
-        literal="dropout dropout_on_forward",
-    ),
+    "unsegment_input": _concat("returnn/tf/layers/segmental_model.py UnsegmentInputLayer"),
     "variable": _own(
         "returnn/tf/layers/variable.py VariableLayer",
         code="init",
@@ -824,19 +554,15 @@ _OWN: dict[str, dict[str, Reading]] = {
     "variable_read": _own(
         "returnn/tf/layers/variable.py VariableReadLayer", layer="var", layers="control_dependencies"
     ),
-    "weighted_sum": _own(
-        "returnn/tf/layers/basic.py WeightedSumLayer",
-        axis="axes dropout_axis",
-        code="dropout_noise_shape mask size",
-        dim="keep_dims",
-        literal="dropout dropout_on_forward padding",
+    "weighted_sum": _concat(
+        "returnn/tf/layers/basic.py WeightedSumLayer", axis="axes", code="size", dim="keep_dims", literal="padding"
     ),
-    "window": _own(
+    "window": _concat(
         "returnn/tf/layers/basic.py WindowLayer",
-        axis="axis dropout_axis",
-        code="dropout_noise_shape mask window_left window_right window_size",
+        axis="axis",
+        code="window_left window_right window_size",
         dim="out_spatial_dim window_dim",
-        literal="dropout dropout_on_forward padding stride",
+        literal="padding stride",
     ),
 }
 
