@@ -321,3 +321,13 @@ def test_a_function_whose_source_cannot_be_had_reads_every_description():
     assert unread[0]._sis_hash() == unread[1]._sis_hash()
     unknown = _eval_by(net_functions.without_source)
     assert unknown[0]._sis_hash() != unknown[1]._sis_hash()
+
+
+def test_a_code_wrapper_of_a_sisyphus_value_reads_every_description(tmp_path):
+    """Its code is known only in the worker: it may be an axis string (here it is "stag:time")."""
+    variable = tk.Variable(str(tmp_path / "axis"))
+    variable.set("stag:time")
+    reduced = reduce_over(CodeWrapper(DelayedFormat("{!r}", variable)))
+    time_first, time_second = _two_spatial("time", "frames", reduced), _two_spatial("frames", "time", reduced)
+    assert output_positions(time_first, "output") != output_positions(time_second, "output")
+    assert time_first._sis_hash() != time_second._sis_hash()
