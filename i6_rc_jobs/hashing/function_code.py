@@ -40,7 +40,7 @@ def function_texts(value: Any) -> Optional[list[str]]:
         except (OSError, TypeError):  # no file or no line for it: C code, exec, the interactive prompt
             return None
         if isinstance(item, type):
-            stack.extend(member for member in vars(item).values() if isinstance(member, _CODE_TYPES))
+            stack.extend(getattr(member, "__func__", member) for member in vars(item).values())  # static, class methods
         else:
             stack.extend(_read_by(item))
     return texts
