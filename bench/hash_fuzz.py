@@ -26,6 +26,7 @@ os.environ.setdefault("CUDA_VISIBLE_DEVICES", "")
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
 
 import argparse  # noqa: E402
+import bisect  # noqa: E402
 import contextlib  # noqa: E402
 import copy  # noqa: E402
 import functools  # noqa: E402
@@ -874,11 +875,19 @@ def _out_dims(w: Where) -> Optional[set]:
 
 
 def rw_rename(net: Net, rng: random.Random, in_loop: bool = False) -> bool:
+    """A layer renamed; in a loop, to a name that sorts where its old name did among the loop's layers, without a
+    body (RETURNN constructs a loop's layers in name order, so the graph hash keeps that order)."""
     cands = [w for w in layers_of(net) if _renamable(w) and (w.kind == "loop") == in_loop]
+    if in_loop:
+        cands = [w for w in cands if "unit" not in w.desc and "subnetwork" not in w.desc]
     if not cands:
         return False
     w = rng.choice(cands)
-    rename(net, w.name, _fresh(net, "renamed"))
+    new = _fresh(net, f"{w.name}_renamed" if in_loop else "renamed")
+    others = sorted(name for name in w.container if name != w.name)
+    if in_loop and bisect.bisect(others, w.name) != bisect.bisect(others, new):
+        return False
+    rename(net, w.name, new)
     return True
 
 
@@ -1041,14 +1050,14 @@ def rw_value_spellings(net: Net, rng: random.Random) -> bool:
 
 def rw_scalar_operands(net: Net, rng: random.Random) -> bool:
     """An eval of one source and a float as a combine with a constant layer, or the reverse."""
-    from i6_rc_jobs.hashing.graph import _scalar_eval
+    from i6_rc_jobs.hashing.graph_spellings import scalar_eval
 
     cands = [w for w in layers_of(net) if w.desc["class"] == "eval" and type(w.desc.get("from")) is str]
-    cands = [w for w in cands if _scalar_eval(w.desc["eval"]) is not None and set(w.desc) == {"class", "from", "eval"}]
+    cands = [w for w in cands if scalar_eval(w.desc["eval"]) is not None and set(w.desc) == {"class", "from", "eval"}]
     if not cands:
         return False
     w = rng.choice(cands)
-    kind, number, first = _scalar_eval(w.desc["eval"])
+    kind, number, first = scalar_eval(w.desc["eval"])
     const = _fresh(net, "scalar")
     w.container[const] = {"class": "constant", "value": number}
     sources = [w.desc["from"], const]

@@ -3,7 +3,7 @@ not in either, so that hashing reads what serialization holds and serialization 
 
 from __future__ import annotations
 
-from .hashing.canonical import dims_in
+from .hashing.walks import dims_in
 from .hashing.sis_hash import serializer_sis_hash
 from .serialization.errors import SerializationError
 from .serialization.serialized_net import SerializedNet

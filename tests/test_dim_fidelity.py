@@ -5,11 +5,14 @@ from __future__ import annotations
 
 import pathlib
 import pickle
+import string
 import subprocess
 import sys
 
 import numpy
 import pytest
+from hypothesis import assume, given, settings
+from hypothesis import strategies as st
 from returnn.tensor import Dim, Tensor, batch_dim
 from returnn.tensor._dim_extra import Op
 
@@ -92,26 +95,57 @@ def _build(config_code: str, extern_data: dict, network: dict):
     return network_in_new_graph(config, network, train_flag=False)
 
 
-def test_sizes_a_layer_makes_over_other_dims_than_the_batch_are_made_again_by_the_written_config():
-    """range_from_length of a [batch, time] input makes its dim's sizes over [batch, time] (as SpecAugment and top_k
-    loops do): the written dim, plain, gets them again from the layer, over the written dims, and hashes as without
-    them."""
-    time, classes = _time(), Dim(5, description="classes", kind=Dim.Types.Feature)
-    new = Dim(None, description="new", kind=Dim.Types.Spatial)
+def _per_frame(new: Dim, time: Dim) -> tuple[dict, dict]:
+    """extern_data and network: range_from_length of a [batch, time] input, whose sizes are over [batch, time]."""
+    classes = Dim(5, description="classes", kind=Dim.Types.Feature)
     extern_data = {"lens": {"dim_tags": [batch_dim, time], "sparse_dim": classes, "dtype": "int32"}}
-    network = {"output": {"class": "range_from_length", "from": "data:lens", "out_spatial_dim": new}}
+    return extern_data, {"output": {"class": "range_from_length", "from": "data:lens", "out_spatial_dim": new}}
+
+
+def _template(dim: Dim) -> tuple:
+    """Over which dims (the batch, else their descriptions) and of which dtype a dim's sizes are."""
+    sizes = dim.get_same_base().dyn_size_ext
+    return tuple("B" if d.is_batch_dim() else d.get_same_base().description for d in sizes.dims), sizes.dtype
+
+
+def test_a_dim_with_sizes_over_batch_and_time_is_written_with_its_template_and_loads_as_it_was():
+    """range_from_length of a [batch, time] input makes its dim's sizes over [batch, time] (as SpecAugment and top_k
+    loops do): the dim is written with that template (without the sizes), so the written config makes the dim with it,
+    over the written dims, as RETURNN built it; building the written config keeps it."""
+    time, new = _time(), Dim(None, description="new", kind=Dim.Types.Spatial)
+    extern_data, network = _per_frame(new, time)
     with _build(ReturnnCommonSerializer(extern_data=extern_data, network=network).get(), extern_data, network):
-        assert [d.get_same_base() for d in new.get_same_base().dyn_size_ext.dims] == [batch_dim, time]
-    after = ReturnnCommonSerializer(extern_data=extern_data, network=network)
-    code, digest = after.get(), after._sis_hash()
-    for dim in (new, new.get_same_base(), time):
-        dim.dyn_size_ext = None
-    without = ReturnnCommonSerializer(extern_data=extern_data, network=network)
-    assert (without.get(), without._sis_hash()) == (code, digest)
+        assert _template(new) == (("B", "time"), "int32")
+    code = ReturnnCommonSerializer(extern_data=extern_data, network=network).get()
+    assert "dyn_size_ext=Tensor(" in code
     loaded = load(code)
-    with _build(after.get(), loaded["extern_data"], loaded["network"]):
-        sizes = loaded["network"]["output"]["out_spatial_dim"].get_same_base().dyn_size_ext
-        assert [d.get_same_base() for d in sizes.dims] == [batch_dim, loaded["time_dim"]]
+    written = loaded["network"]["output"]["out_spatial_dim"]
+    sizes = written.get_same_base().dyn_size_ext
+    assert sizes.dims == (batch_dim, loaded["time_dim"]) and sizes.raw_tensor is None
+    assert _template(written) == _template(new)
+    with _build(code, loaded["extern_data"], loaded["network"]):
+        assert _template(written) == (("B", "time"), "int32")
+
+
+def _sized(over: list, new_description: str = "new", time_description: str = "time") -> ReturnnCommonSerializer:
+    time = Dim(None, description=time_description, kind=Dim.Types.Spatial)
+    new = Dim(None, description=new_description, kind=Dim.Types.Spatial)
+    new.dyn_size_ext = Tensor("sizes", dims=[{"B": batch_dim, "T": time}[d] for d in over], dtype="int32")
+    extern_data, network = _per_frame(new, time)
+    return ReturnnCommonSerializer(extern_data=extern_data, network=network)
+
+
+def test_a_template_over_batch_and_time_hashes_apart_from_one_over_the_batch():
+    assert _sized(["B", "T"])._sis_hash() != _sized(["B"])._sis_hash()
+    assert _sized(["B", "T"])._sis_hash() != _sized(["T", "B"])._sis_hash()
+    assert _sized(["B"])._sis_hash() == _sized([])._sis_hash()  # RETURNN's defaults: not written
+
+
+@settings(max_examples=30, deadline=None, derandomize=True)
+@given(st.text(string.ascii_letters, min_size=1, max_size=8), st.text(string.ascii_letters, min_size=1, max_size=8))
+def test_descriptions_of_a_dim_with_a_template_and_of_its_template_s_dims_are_cosmetic(new: str, time: str):
+    assume(new.lower() != time.lower())
+    assert _sized(["B", "T"], new, time)._sis_hash() == _sized(["B", "T"])._sis_hash()
 
 
 EXTERN_SIZES = {"[batch, time]": ("batch_time", "int32"), "[]": ("scalar", "int32"), "int64": ("batch", "int64")}

@@ -20,6 +20,8 @@ hidden_dim = Dim(7, name="hidden", kind=Dim.Types.Feature)
 other_dim = Dim(6, name="other", kind=Dim.Types.Feature)
 EXTERN_DATA = {"data": {"dim_tags": [batch_dim, time_dim, in_dim]}}
 
+checked = {batch_dim, time_dim, hidden_dim}  # the out_shape of a linear layer of data (rule "out-shape")
+
 Net = dict[str, Any]
 
 
@@ -172,8 +174,23 @@ CASES: dict[str, tuple[Net, Net, Net]] = {
     ),
     "inert-options": (
         noisy(linear("data"), noise(hidden_dim)),
-        noisy(linear("data", out_shape={batch_dim, time_dim, hidden_dim}), noise(hidden_dim)),
-        noisy(linear("data", out_dim=other_dim, out_shape={batch_dim, time_dim, other_dim}), noise(other_dim)),
+        noisy(linear("data", name_scope="ff"), noise(hidden_dim)),
+        noisy(linear("data", name_scope="ff2"), noise(hidden_dim)),
+    ),
+    "out-shape": (
+        {"ff": linear("data", out_shape=checked), "act": relu("ff"), "output": out("act")},
+        {
+            "ff": linear("data", out_shape=checked),
+            "mid": {**out("ff"), "out_shape": checked},
+            "act": relu("mid"),
+            "output": out("act"),
+        },
+        {
+            "ff": linear("data", out_shape=checked),
+            "mid": {**out("ff"), "out_shape": checked},
+            "act": {**relu("mid"), "activation": "tanh"},
+            "output": out("act"),
+        },
     ),
     "unset-options": (
         {"ff": linear("data"), "act": relu("ff"), "output": out("act"), "loss": scaled_loss()},
@@ -219,9 +236,9 @@ CASES: dict[str, tuple[Net, Net, Net]] = {
         {"ff": linear("data"), "random_0": noise(hidden_dim), "output": plus("ff", "random_0")},
         {"ff": linear("data"), "rnd": {**noise(hidden_dim), "maxval": 2.0}, "output": plus("ff", "rnd")},
     ),
-    "loops": (
+    "loops": (  # a rename in a loop that keeps which names sort before which (RETURNN constructs by name there)
         accumulate("acc", "prev:acc"),
-        accumulate("sum", "prev:sum"),
+        accumulate("add", "prev:add"),
         accumulate("acc", "acc"),
     ),
 }

@@ -368,11 +368,12 @@ def test_rec_scope_classes_are_those_returnn_puts_under_rec():
     assert prefixed == graph_rules.REC_SCOPE_CLASSES
 
 
-def test_inert_options_are_only_checked_or_resolved_into_the_scope():
+def test_inert_options_are_only_resolved_into_the_scope():
+    """name_scope is read only for the scope; out_shape is not inert: besides its check, it lets sources broadcast."""
     from returnn.tf.layers.base import LayerBase
 
-    assert graph_rules.INERT_OPTIONS == {"out_shape", "name_scope"}
-    assert "verify_out_shape" in inspect.getsource(LayerBase.fixup_out_data)
+    assert graph_rules.INERT_OPTIONS == {"name_scope"}
+    assert "out_shape is not None" in inspect.getsource(LayerBase.get_out_data_from_opts)
     for name in ("random", "constant"):
         assert _resolves(_layer_classes()[name], "shape_deps")
 

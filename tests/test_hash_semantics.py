@@ -20,6 +20,8 @@ from sisyphus.delayed_ops import DelayedFormat
 
 from i6_rc_jobs import CreateConfigJob, ReturnnCommonSerializer, SerializationError
 from i6_rc_jobs.returnn_check import _behavior_version
+from i6_rc_jobs.semantics import same_model
+from tests.support import net_functions
 from tests.support.jobs import MakeCheckpoint
 from tests.support.records import Pair
 
@@ -290,3 +292,42 @@ def test_a_dim_a_code_wrapper_names_is_hashed_by_its_name():
     assert time_first._sis_hash() != time_second._sis_hash()
     unread = [_two_spatial(*names, reduce_over("T")) for names in (("time", "frames"), ("frames", "time"))]
     assert unread[0]._sis_hash() == unread[1]._sis_hash()  # cosmetic where nothing reads them
+
+
+def _eval_by(function: Any) -> tuple[ReturnnCommonSerializer, ReturnnCommonSerializer]:
+    """An eval layer given as a function, over data whose two spatial dims swap their descriptions."""
+    network = {"output": {"class": "eval", "from": "data", "eval": function}}
+    return _two_spatial("time", "frames", network), _two_spatial("frames", "time", network)
+
+
+@pytest.mark.parametrize(
+    "function",
+    [
+        net_functions.time_axis,
+        net_functions.time_axis_by_default,
+        net_functions.time_axis_by_global,
+        net_functions.time_axis_by_closure,
+    ],
+    ids=["in-its-source", "a-default-argument", "a-global-it-reads", "a-closure"],
+)
+def test_a_description_a_function_reads_is_hashed(function: Any):
+    time_first, time_second = _eval_by(function)
+    assert same_model(time_first.get(), time_second.get()) != []  # its output is the index of the axis it finds
+    assert time_first._sis_hash() != time_second._sis_hash()
+
+
+def test_a_function_whose_source_cannot_be_had_reads_every_description():
+    unread = _eval_by(net_functions.double)  # its source reads no description: they stay cosmetic
+    assert unread[0]._sis_hash() == unread[1]._sis_hash()
+    unknown = _eval_by(net_functions.without_source)
+    assert unknown[0]._sis_hash() != unknown[1]._sis_hash()
+
+
+def test_a_code_wrapper_of_a_sisyphus_value_reads_every_description(tmp_path):
+    """Its code is known only in the worker: it may be an axis string (here it is "stag:time")."""
+    variable = tk.Variable(str(tmp_path / "axis"))
+    variable.set("stag:time")
+    reduced = reduce_over(CodeWrapper(DelayedFormat("{!r}", variable)))
+    time_first, time_second = _two_spatial("time", "frames", reduced), _two_spatial("frames", "time", reduced)
+    assert output_positions(time_first, "output") != output_positions(time_second, "output")
+    assert time_first._sis_hash() != time_second._sis_hash()

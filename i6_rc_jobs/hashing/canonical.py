@@ -6,142 +6,34 @@ tokens of its inputs), never by description or variable name. Everything else ke
 
 from __future__ import annotations
 
-import hashlib
-import re
-from typing import Any, Callable, Iterable, Iterator, Optional, Sequence
+from typing import Any, Callable, Iterable, Optional, Sequence
 
 from i6_core.returnn.config import CodeWrapper
 from sisyphus.delayed_ops import DelayedBase
 from sisyphus.hash import sis_hash_helper
 
 from ..serialization.errors import SerializationError, describe
-from ..serialization.numpy_values import check_numpy, little_endian, numpy_of, stored_bytes
-from ..serialization.refs import DIM_SUFFIX, DimRef, MarkedRef, derived_shape, literal_code
-from ..serialization.values import (
-    LEAF_TYPES,
-    check_leaf,
-    imported_source,
-    is_namedtuple,
-    key_step,
-    walk_guarded,
-    wrapper_code,
+from ..serialization.numpy_values import numpy_of
+from ..serialization.refs import DimRef, MarkedRef, derived_shape, literal_code
+from ..serialization.values import check_leaf, imported_source, is_namedtuple, key_step, walk_guarded
+from .descriptions import DescriptionReadings
+from .tokens import (
+    AS_IS_TYPES,
+    GLOBAL_ORDER,
+    GLOBAL_TOKENS,
+    DimToken,
+    SetForm,
+    Tagged,
+    Token,
+    code_token,
+    imported_token,
+    numpy_token,
 )
-
-
-class Token:
-    """A typed leaf of the canonical form; its repr can never equal that of a plain value (it starts with ``<``)."""
-
-    __slots__ = ("text", "code")
-
-    def __init__(self, text: str):
-        self.text = text
-        self.code = f"<{text}>"  # made once: the canonical form's repr is the hashed text, with ~10k dims in it
-
-    def __repr__(self) -> str:
-        return self.code
-
-    def __eq__(self, other: object) -> bool:
-        return type(other) is type(self) and other.text == self.text
-
-    def __hash__(self) -> int:
-        return hash((type(self), self.text))
-
-
-class DimToken(Token):
-    """A dim: the first occurrence spells out the definition, later ones only the index."""
-
-    __slots__ = ("index",)
-
-    def __init__(self, index: int, definition: Optional[str]):
-        super().__init__(f"dim#{index} {definition}" if definition is not None else f"dim#{index}")
-        self.index = index
-
-
-class Tagged(tuple):
-    """A container that is not a list, tuple or dict (a namedtuple, a marked dim), with its kind in front."""
-
-    __slots__ = ()
-
-    def __repr__(self) -> str:
-        return _tagged_code(self[0], [repr(item) for item in self[1:]])
-
-    # Never equal to a plain tuple of the same items: as dict keys, ``ImplicitSparseDim(d)`` and
-    # ``("ImplicitSparseDim", d)`` (or a namedtuple and a tuple spelling its class) are two entries.
-    def __eq__(self, other: object) -> bool:
-        return type(other) is Tagged and tuple.__eq__(self, other)
-
-    def __ne__(self, other: object) -> bool:
-        return not self == other
-
-    def __hash__(self) -> int:
-        return hash((Tagged, tuple(self)))
-
-
-class SetForm:
-    """A set or frozenset: its elements' canonical forms in canonical order, spelled out once as the text a Tagged
-    would have (hash-diff compares sets as a whole)."""
-
-    __slots__ = ("code",)
-
-    def __init__(self, kind: str, codes: list[str]):
-        self.code = _tagged_code(kind, codes)
-
-    def __repr__(self) -> str:
-        return self.code
-
-    def __eq__(self, other: object) -> bool:
-        return type(other) is SetForm and other.code == self.code
-
-    def __hash__(self) -> int:
-        return hash(self.code)
-
-
-def _tagged_code(kind: str, codes: list[str]) -> str:
-    """``kind`` and the items as a tuple would show them: ``set()``, ``set(<dim#3>,)``, ``set(<dim#1>, <dim#3>)``."""
-    return f"{kind}({', '.join(codes)}{',' if len(codes) == 1 else ''})"
-
-
-def _code_token(wrapper: CodeWrapper) -> Token:
-    """A CodeWrapper by its code, encoded so that no code can spell the end of its token and the start of another:
-    as it is while it holds no angle bracket (a reader ends the token at the first ``>``), else as a string literal;
-    a Sisyphus delayed value as code (which i6_core writes by its ``get()``, in the worker) by its Sisyphus hash, as
-    plain i6_core hashes it: a job's output path by its job, an unset Variable without asking for its value."""
-    if isinstance(wrapper.code, DelayedBase):
-        return Token(f"code-delayed {sis_hash_helper(wrapper.code).hex()}")
-    code = wrapper_code(wrapper)
-    if "<" in code or ">" in code:
-        return Token(f"code={code!r}")
-    return Token(f"code {code}")
-
-
-def _imported_token(module: str, qualname: str) -> Token:
-    """A function or class the config imports, by its module and qualified name (dotted identifiers, so the token
-    ends where they do; a versioned module's name carries its commit)."""
-    return Token(f"import {module}:{qualname}")
-
-
-def _numpy_token(value: Any, numpy: Any) -> Token:
-    """A numpy scalar by its dtype and bytes; an array by its dtype, shape and the sha256 of its bytes in C order;
-    little-endian, as written. The dtype as a string literal (``'<f4'``): it holds ``<``."""
-    check_numpy(value, numpy)
-    value = little_endian(value)
-    data = stored_bytes(value, numpy)
-    if isinstance(value, numpy.generic):
-        return Token(f"numpy-scalar {value.dtype.str!r} {data.hex()}")
-    return Token(f"numpy-array {value.dtype.str!r} {value.shape!r} sha256:{hashlib.sha256(data).hexdigest()}")
+from .walks import dims_in
 
 
 def _first(pair: tuple) -> Any:
     return pair[0]
-
-
-#: What the canonical form takes as it is: plain leaves, and the tokens of layer references in the graph scheme's
-#: form (graph.py; tens of thousands in a large model, so they skip the call of ``_value`` as leaves do).
-AS_IS_TYPES = LEAF_TYPES | {Token}
-
-GLOBAL_TOKENS = {"batch_dim": Token("batch_dim"), "single_step_dim": Token("single_step_dim")}
-#: Where the globals go among set elements: first, by name (numbered dims follow by index), as in _order_key.
-GLOBAL_ORDER = {name: i - len(GLOBAL_TOKENS) for i, name in enumerate(sorted(GLOBAL_TOKENS))}
 
 
 class Canonicalizer:
@@ -251,15 +143,15 @@ class Canonicalizer:
         if is_namedtuple(value):
             return Tagged((f"{cls.__module__}.{cls.__qualname__}", *self._items(value)))
         if isinstance(value, CodeWrapper):
-            return _code_token(value)
+            return code_token(value)
         if isinstance(value, DelayedBase):
             return Token(f"sisyphus {sis_hash_helper(value).hex()}")
         numpy = numpy_of(value)
         if numpy is not None:
-            return _numpy_token(value, numpy)
+            return numpy_token(value, numpy)
         source = imported_source(value)
         if source is not None:
-            return _imported_token(*source)
+            return imported_token(*source)
         check_leaf(value)
         return value
 
@@ -435,6 +327,8 @@ class Canonicalizer:
         for field in ("bounded_by", "derived_from_tag", "op_of"):  # in dependencies() order
             if getattr(ref, field) is not None:
                 extras += f" {field}={name_of(getattr(ref, field))}"
+        if ref.size_dims is not None:  # the template of its sizes (last in dependencies()): over which dims, dtype
+            extras += f" sizes over [{', '.join(name_of(dim) for dim in ref.size_dims)}] {ref.size_dtype}"
         if ref.vocab is not None:  # by its options, a vocab file by its path
             extras += f" vocab={literal_code(ref.vocab)}"
         if ref.auto_generated:  # RETURNN finds two auto-generated dims equal if their descriptions are
@@ -584,126 +478,6 @@ def _smallest(
             Canonicalizer(refuse_ties=True).sections(hashed, unhashed, readings)  # raises, naming the first tie
     assert best is not None  # the first run sets it
     return best
-
-
-def tag_name(axis: str) -> Optional[str]:
-    """The (part of a) description an axis string finds a dim by in RETURNN (``Data.get_axes_from_description``
-    lowercases it and matches it as a substring of each dim's or its same-base's description), or None."""
-    lower = axis.lower()
-    for prefix in ("stag:", "tag:"):
-        if lower.startswith(prefix):
-            return lower[len(prefix) :]
-    if lower.startswith("stag-single:"):
-        parts = lower.split(":", 2)  # stag-single:<index>:<name>
-        return parts[2] if len(parts) == 3 else None
-    return None
-
-
-class DescriptionReadings:
-    """What RETURNN and code can read of dim descriptions and variable names (denied by default: whatever may be read
-    is hashed). Axis strings (``stag:time``) find dims by (a part of) their description: a plain dim's token says
-    which of their names its description matches (a rename that keeps them keeps the hash); the descriptions of the
-    dims derived dims are made of are hashed in full, since RETURNN composes the derived dims' descriptions from them.
-    A copy matches by its own description and by its base's (the base's token says which names that matches). A
-    string with ``tag:`` elsewhere than at its start (an ``eval`` string calling ``get_axis_from_description``) can
-    read any description: all are hashed in full. A dim whose variable name (made from its description) occurs as an
-    identifier in a str value or a CodeWrapper's code is hashed with its name; a CodeWrapper of a Sisyphus value,
-    whose code is unknown until the worker writes it, makes every dim's name hashed."""
-
-    def __init__(
-        self, names: set[str], sections: list[tuple[str, Any]], any_description: bool, read_names: Optional[set[str]]
-    ):
-        self.names = sorted(names)
-        self._any_description = any_description
-        self._read_names = read_names  # None: any
-        derived = [dim for dim in dims_in(value for _, value in sections) if dim.op is not None]
-        self._made_into_derived = {id(dim) for dim in dims_in(dep for dim in derived for dep in dim.dependencies())}
-
-    @classmethod
-    def find(cls, sections: list[tuple[str, Any]]) -> Optional[DescriptionReadings]:
-        names = {name for text in strings_in(value for _, value in sections) if (name := tag_name(text)) is not None}
-        codes, delayed = code_texts(value for _, value in sections)
-        any_description = any("tag:" in code.lower() and tag_name(code) is None for code in codes)
-        read_names: Optional[set[str]] = None
-        if not delayed:
-            identifiers = {word for code in codes if DIM_SUFFIX in code for word in _IDENTIFIER.findall(code)}
-            read_names = {dim.name for dim in dims_in(value for _, value in sections) if dim.name in identifiers}
-        if names or any_description or read_names != set():
-            return cls(names, sections, any_description, read_names)
-        return None
-
-    def extras(self, ref: DimRef) -> str:
-        if ref.global_name is not None:
-            return ""
-        name = f" name={ref.name!r}" if self._read_names is None or ref.name in self._read_names else ""
-        if ref.op is not None or (ref.copy_of is not None and ref.description is None):
-            return name  # a copy without a description of its own is found as its base, whose token says by what
-        description = ref.written_description()
-        if (self._any_description or id(ref) in self._made_into_derived) and not ref.auto_generated:
-            return f" description={description!r}{name}"  # auto-generated: in full already
-        matched = [name for name in self.names if name in (description or "").lower()]
-        return (f" read as {matched!r}" if matched else "") + name
-
-
-#: An identifier in code (a dim's variable name is one).
-_IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
-
-
-def code_texts(values: Iterable) -> tuple[list[str], bool]:
-    """What in ``values`` can be code that reads a description or a dim's variable name: the str values (not dict
-    keys, which are option and layer names) and the code of the CodeWrappers (not dims); and whether a CodeWrapper's
-    code is a Sisyphus value, which the manager cannot read."""
-    codes: list[str] = []
-    delayed = False
-    stack = list(values)
-    while stack:
-        value = stack.pop()
-        if type(value) is str:
-            codes.append(value)
-        elif isinstance(value, dict):
-            stack.extend(value.values())
-        elif isinstance(value, (list, tuple, set, frozenset)):
-            stack.extend(value)
-        elif isinstance(value, CodeWrapper) and type(value) not in (DimRef, MarkedRef):
-            if isinstance(value.code, DelayedBase):
-                delayed = True
-            elif type(value.code) is str:  # other code is refused with its path by the walk that hashes
-                codes.append(wrapper_code(value))
-    return codes, delayed
-
-
-def strings_in(values: Iterable) -> Iterator[str]:
-    """Every str in ``values``: dict keys and values, container items."""
-    stack = list(values)
-    while stack:
-        value = stack.pop()
-        if type(value) is str:
-            yield value
-        elif isinstance(value, dict):
-            stack.extend(value)
-            stack.extend(value.values())
-        elif isinstance(value, (list, tuple, set, frozenset)):
-            stack.extend(value)
-
-
-def dims_in(values: Iterable) -> Iterator[DimRef]:
-    """Every DimRef in ``values`` (in containers, marked dims, and what they are derived from), once."""
-    stack = list(values)
-    seen: set[int] = set()
-    while stack:
-        value = stack.pop()
-        if type(value) is DimRef:
-            if id(value) not in seen:
-                seen.add(id(value))
-                yield value
-                stack.extend(value.dependencies())
-        elif type(value) is MarkedRef:
-            stack.append(value.dim)
-        elif isinstance(value, dict):
-            stack.extend(value)
-            stack.extend(value.values())
-        elif isinstance(value, (list, tuple, set, frozenset)):
-            stack.extend(value)
 
 
 def occurrence_paths(

@@ -17,7 +17,9 @@ from sisyphus.job_path import AbstractPath
 
 from ..serialization.refs import DimRef
 from ..serialization.serialized_net import SerializedNet
-from .canonical import Canonicalizer, DimToken, Tagged, Token, dims_in
+from .canonical import Canonicalizer
+from .tokens import DimToken, Tagged, Token
+from .walks import dims_in
 from .sis_hash import canonical_form, layer_graphs
 
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import NamedTuple
 
-GRAPH_FORMAT_VERSION = 4
+GRAPH_FORMAT_VERSION = 5
 
 
 class Rule(NamedTuple):
@@ -27,7 +27,16 @@ RULES: dict[str, Rule] = {
             "use from the roots), not by its name; RETURNN uses a name only to find the layer, except where it is "
             "kept: the default output 'output', loss layers (their names are the score keys), layers marked "
             "is_output_layer or register_as_extern_data, layers of extra nets ('extra.search:output'), a loop's "
-            "'output' and 'end', extern_data keys, and parameter scopes.",
+            "'output' and 'end', extern_data keys, parameter scopes, the name of a layer that names a TF variable "
+            "after itself (a variable layer without param_name, initial_output 'var', batch_norm of param_version 0 "
+            "or not given), and in a loop which of its layers' names sort before which: _SubnetworkRecCell "
+            "constructs the layers read through 'prev:' and the outputs it needs in name order, and each draws "
+            "its initializers' seeds from the loop's random generator then. Denied by default: only a layer whose "
+            "class and options are all in i6_rc_jobs/hashing/layer_options.py (read off RETURNN) loses its name; one "
+            "with another option keeps it, and with a layer of another class, or a value that is no plain data (a "
+            "function, a Sisyphus value other than a path), every layer keeps its name. A default that names a "
+            "layer is resolved as RETURNN resolves it: no 'from' reads 'data' (older behaviour versions), a loss "
+            "without 'target' the layer of the default target's name, split_batch_time without 'base' 'data'.",
         ),
         Rule(
             "parameter-scope",
@@ -55,8 +64,8 @@ RULES: dict[str, Rule] = {
         ),
         Rule(
             "copy-alias",
-            "A copy layer of one source with no other option but inert ones is its source: CopyLayer returns the "
-            "source's output unchanged.",
+            "A copy layer of one source with no other option but inert ones (and an out_shape only by 'out-shape') "
+            "is its source: CopyLayer returns the source's output unchanged.",
         ),
         Rule(
             "from-list",
@@ -69,8 +78,15 @@ RULES: dict[str, Rule] = {
         ),
         Rule(
             "inert-options",
-            "Options that do not change what a layer computes are dropped: 'out_shape' (a check that raises if the "
-            "output does not have that shape) and 'name_scope' (replaced by the parameter scope it resolves to).",
+            "Options that do not change what a layer computes are dropped: 'name_scope' (replaced by the parameter "
+            "scope it resolves to). Not 'out_shape': it is a check, but it also lets a layer broadcast its sources "
+            "(LayerBase.get_out_data_from_opts), and a failed check refuses the net.",
+        ),
+        Rule(
+            "out-shape",
+            "An 'out_shape' is hashed, but a copy alias ('copy-alias') or a namespace subnetwork "
+            "('subnetwork-namespace') may carry one if it is the one of the layer whose output it passes on (the same "
+            "dims): the same check on the same output, and a single source broadcasts nothing.",
         ),
         Rule(
             "unset-options",
@@ -80,7 +96,8 @@ RULES: dict[str, Rule] = {
         Rule(
             "value-spellings",
             "Values RETURNN makes the same of: a constant layer's scalar value and dtype as the tensor it makes "
-            "(dtype given, or bool/int32/float32 from the value's type; 0 in float32 is 0.0), and an initial state "
+            "(dtype given, or bool/int32/float32 from the value's type; 0 in float32 is 0.0, an int only if a "
+            "double holds it exactly: else TF rounds it once and the respelling twice), and an initial state "
             "0, 0.0 or 'zeros' (1, 1.0 or 'ones'), as RnnCellLayer.get_rec_initial_state_inner reads it.",
         ),
         Rule(
@@ -206,8 +223,9 @@ KEYWORDS: dict[str, frozenset[str]] = {
 }
 
 #: Options whose strings RETURNN only compares with its own keywords or parses with its own grammar (no get_layer,
-#: no eval): layer and loss class names, op kinds and modes, dtypes, axis strings (Data.get_axis_from_description),
-#: a rec unit's cell name, a variable's TF name, a random distribution. Their strings stay as they are, and name no
+#: no eval): layer and loss class names, op kinds and modes, dtypes, a variable's TF name, a random distribution (a
+#: rec or rnn_cell "unit" too where it is a str, a cell's name). Not axis strings: RETURNN matches them against dim
+#: descriptions, which it makes of layer names ("<layer>:window"), so they are OTHER strings. Their strings stay as they are, and name no
 #: layer (returnn_common names layers after what they do: a layer "add" beside "kind": "add"). An "activation" is
 #: code (get_activation_function evals it) when it holds "(": then it is an OTHER string.
 #:
@@ -222,12 +240,8 @@ LITERAL_OPTIONS = frozenset(
         "distribution",
         "dtype",
         "padding",
-        "unit",
         "param_name",
         "loss",
-        "axis",
-        "axes",
-        "dropout_axis",
     }
 )
 
@@ -249,10 +263,46 @@ SCALAR_FUNCTIONS = {"tf.maximum": "maximum", "tf.minimum": "minimum"}
 #: them).
 SHAPE_DEPS_CLASSES = frozenset({"constant", "random"})
 
-#: Options dropped by the rule "inert-options": "out_shape" (LayerBase.fixup_out_data only verifies it) and
-#: "name_scope" (resolved into the parameter scope). Not "shape_deps": RandomLayer and ConstantLayer resolve it as
-#: layers, whose dims they take (a reference, see CLASS_REFERENCE_OPTIONS).
-INERT_OPTIONS = frozenset({"out_shape", "name_scope"})
+#: Options dropped by the rule "inert-options": "name_scope" (resolved into the parameter scope). Not "out_shape"
+#: (rule "out-shape"), not "shape_deps": RandomLayer and ConstantLayer resolve it as layers, whose dims they take (a
+#: reference, see CLASS_REFERENCE_OPTIONS).
+INERT_OPTIONS = frozenset({"name_scope"})
+
+#: Rule "layer-names", defaults that name a layer. The classes whose transform_config_dict (or a base's) defaults
+#: "from" to none (``d.setdefault("from", [])``); any other class without "from" reads "data"
+#: (LayerBase.transform_config_dict: ``d.pop("from", ["data"])``, refused from behaviour version 1 on).
+SOURCELESS_CLASSES = frozenset(
+    {
+        ":i",
+        "choice_get_beam_scores",
+        "choice_get_src_beams",
+        "constant",
+        "ctc_loss",
+        "decide_keep_beam",
+        "edit_distance",
+        "generic_attention",
+        "global_train_step",
+        "gradient",
+        "masked_computation",
+        "parametric_wiener_filter",
+        "rand_int",
+        "random",
+        "random_state_init",
+        "range",
+        "rec_last_output",
+        "search_sorted",
+        "signal_masking",
+        "source",
+        "sparse_softmax_cross_entropy_with_logits",
+        "switch",
+        "train_flag",
+        "variable",
+        "variable_assign",
+        "variable_read",
+    }
+)
+#: Other reference options with a default name, per class (SplitBatchTimeLayer: ``d.get("base", "data")``).
+DEFAULT_REFERENCES: dict[str, dict[str, str]] = {"split_batch_time": {"base": "data"}}
 
 #: Layer classes whose code (the class and its bases below LayerBase, in returnn/tf/layers/*.py) creates no TF
 #: variable: no add_param, get_variable, tf.Variable, var_creation_scope, RNN cell or random Generator (RandomLayer

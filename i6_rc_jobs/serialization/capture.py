@@ -19,12 +19,13 @@ taken from other serializers' dicts, and refuses them where edits made them diff
 
 What a Dim carries besides: ``undefined``, ``bounded_by`` and ``derived_from_tag`` are written and hashed (RETURNN's
 equality, ``undefined`` and capacity follow them); a static ``capacity`` other than the size, too. ``dyn_size_ext``
-of [batch] is RETURNN's run-time state, never configuration, and is dropped: a template is what RETURNN makes for
-every dynamic dim it meets in a Tensor, sizes (a raw tensor) are one batch's (returnn_common's tests serialize dims
-after a run); RETURNN makes both again for the written dim when it builds the net. Sizes over other dims (``[]``,
-``[batch, time]``: a length per frame) are set again by the layer that makes the dim (``top_k``,
-``range_from_length``); in extern data nothing would, and :mod:`.data_sizes` refuses such a dim there. A
-derived dim's ``derived_from_tag`` is one of its inputs, which RETURNN sets again when the written op runs.
+of [batch] (or ``[]``) is RETURNN's run-time state, never configuration, and is dropped: a template is what RETURNN
+makes for every dynamic dim it meets in a Tensor, sizes (a raw tensor) are one batch's (returnn_common's tests
+serialize dims after a run); RETURNN makes both again for the written dim when it builds the net. A template over
+other dims than the batch (``[batch, time]``: a length per frame, as ``top_k`` and ``range_from_length`` in a loop
+or of a per-frame input make it) is part of what the dim is: it is written (``dyn_size_ext=Tensor(...)``, without
+sizes) and hashed with its dims and dtype; in extern data :mod:`.data_sizes` refuses such a dim. A derived dim's
+``derived_from_tag`` is one of its inputs, which RETURNN sets again when the written op runs.
 A vocab (on the same base: copies share it) is written as its ``Vocabulary.create_vocab`` options (:mod:`.vocab`).
 """
 
@@ -70,11 +71,12 @@ def origin_of(dim: Dim) -> str:
 def _meaning(ref: DimRef) -> tuple:
     """What RETURNN acts on in a DimRef whose dependencies are this serializer's: two refs of one origin must agree
     in it to be one dim (descriptions are cosmetic but for auto-generated dims)."""
-    deps = tuple(id(x) if isinstance(x, DimRef) else x for x in (*ref.inputs, ref.copy_of, ref.bounded_by, ref.op_of))
+    refs = (*ref.inputs, ref.copy_of, ref.bounded_by, ref.op_of, *(ref.size_dims or ()))
+    deps = tuple(id(x) if isinstance(x, DimRef) else x for x in refs)
     description = ref.description if ref.auto_generated or ref.copy_of is not None else None
     vocab = None if ref.vocab is None else literal_code(ref.vocab)
     flags = (ref.match_priority, ref.auto_generated, ref.special, ref.capacity, ref.undefined, ref.global_name)
-    kept_op_and_vocab = (ref.keeps_op, vocab)
+    kept_op_and_vocab = (ref.keeps_op, vocab, ref.size_dims is None, ref.size_dtype)
     return (ref.kind, ref.size, description, ref.op, deps, id(ref.derived_from_tag), flags, kept_op_and_vocab)
 
 
@@ -137,7 +139,17 @@ def _sources(dim: Dim) -> list[Dim]:
     if op is not None and op.kind != "constant":
         return [x for x in op.inputs if not x.is_constant_static_dim()]
     extra = dim._extra
-    return [x for x in (extra.bounded_by, extra.derived_from_tag) if x is not None] if extra is not None else []
+    tags = [x for x in (extra.bounded_by, extra.derived_from_tag) if x is not None] if extra is not None else []
+    return tags + list(_size_template(dim) or ())
+
+
+def _size_template(dim: Dim) -> Optional[tuple[Dim, ...]]:
+    """The dims a plain dim's sizes are over, if its template is over another dim than the batch (written), else
+    None (RETURNN's default, or no template: dropped)."""
+    sizes = dim.dyn_size_ext
+    if sizes is None or dim.dimension is not None or all(d.is_batch_dim() for d in sizes.dims):
+        return None
+    return tuple(sizes.dims)
 
 
 class DimCapture:
@@ -233,6 +245,7 @@ class DimCapture:
             stack.pop()
             own = copy.copy(top)  # every field as it is, but the name and the refs it is made from
             own.bounded_by, own.derived_from_tag = map(self._own, (top.bounded_by, top.derived_from_tag))
+            own.size_dims = None if top.size_dims is None else tuple(map(self._own, top.size_dims))
             own.inputs = tuple(map(self._own, top.inputs))
             own.copy_of = self._own(top.copy_of)
             self._adopted[id(top)] = self._unified(own, top.description or (own.copy_of or top).name)
@@ -319,6 +332,7 @@ class DimCapture:
                 )
             return self._derived(dim, op)
         tag = extra.derived_from_tag if extra is not None else None
+        over = _size_template(dim)
         if bounded_by is not None and tag is not bounded_by:
             raise SerializationError(f"{describe(dim)}: derived_from_tag {describe(tag)} is not its bounded_by")
         ref = DimRef(
@@ -335,6 +349,8 @@ class DimCapture:
             derived_from_tag=None if tag is None or bounded_by is not None else self.ref(tag),
             origin=origin_of(dim),
             vocab=None if dim.vocab is None else self._vocab(dim),
+            size_dims=None if over is None else tuple(map(self.ref, over)),
+            size_dtype=dim.dyn_size_ext.dtype if over is not None else "int32",
         )
         return self._unified(ref, dim.description)
 

@@ -1,11 +1,10 @@
 """extern_data dims whose sizes RETURNN would not make again from the written config are refused.
 
-A dim is written without its sizes (``dyn_size_ext``, see :mod:`.capture`). For a dim that a layer makes, the layer
-sets them again when RETURNN builds the net, over whatever dims they are (``range_from_length`` of a ``[batch,
-time]`` input: sizes over ``[batch, time]``). For extern data nothing does: RETURNN's ``_create_size_placeholder``
-feeds sizes shaped like the dim's template, and makes one of ``[batch]`` (``[]`` without a batch axis) and
-``Tensor.size_dtype`` for a dim without. A template of other dims or dtype would be lost in the written config, so
-the data would be fed and read otherwise: such a dim is refused with its path."""
+A dim is written without its sizes (``dyn_size_ext``, see :mod:`.capture`), and with their template only if it is
+over other dims than the batch. For a dim that a layer makes, the layer sets the sizes again when RETURNN builds the
+net. For extern data nothing does: RETURNN's ``_create_size_placeholder`` feeds sizes shaped like the dim's template,
+and makes one of ``[batch]`` (``[]`` without a batch axis) and ``Tensor.size_dtype`` for a dim without. Extern data
+is fed per sequence: a dim whose sizes are over other dims or of another dtype is refused with its path."""
 
 from __future__ import annotations
 

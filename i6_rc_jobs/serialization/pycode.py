@@ -40,7 +40,18 @@ BUILTINS_CALLED = frozenset({"float", "complex", "set", "frozenset", "ValueError
 #: its body would see instead, and every builtin (``from numpy import bool`` would change ``bool`` for the code after
 #: the serializer's, e.g. a python_epilog).
 NOT_FOR_CLASSES = frozenset(
-    {"Dim", *MARKERS, "extern_data", "network", "get_network", *BUILTINS_CALLED, "epoch", "kwargs", *dir(builtins)}
+    {
+        "Dim",
+        "Tensor",
+        *MARKERS,
+        "extern_data",
+        "network",
+        "get_network",
+        *BUILTINS_CALLED,
+        "epoch",
+        "kwargs",
+        *dir(builtins),
+    }
 )
 
 
@@ -242,9 +253,10 @@ class CodeWriter:
 
     def imports(self) -> dict[str, str]:
         """The names the import lines bind, each with what it is (``module.name``), in the order they are imported:
-        dims from returnn.tensor only, then the marked dims, then the rest by module and name (namedtuple classes,
+        dims from returnn.tensor only (and Tensor for templates of sizes), then the marked dims, then the rest by module and name (namedtuple classes,
         functions and classes, numpy's)."""
-        tensor = ["Dim"] + [name for name in ("batch_dim", "single_step_dim") if name in self.dims]
+        tensor = ["Dim"] + (["Tensor"] if any(dim.size_dims is not None for dim in self.dims.values()) else [])
+        tensor += [name for name in ("batch_dim", "single_step_dim") if name in self.dims]
         bound = {name: f"returnn.tensor.{name}" for name in tensor}
         bound.update((marker, f"returnn.tensor.marked_dim.{marker}") for marker in sorted(self.markers))
         bound.update((local, f"{module}.{top}") for (module, top), local in sorted(self.imported.items()))

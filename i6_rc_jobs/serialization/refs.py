@@ -58,7 +58,7 @@ DIM_SUFFIX = "_dim"
 #: stay at their defaults there: RETURNN gives such a dim what its op or base gives it, whatever the DimRef says.
 _NOT_WRITTEN_DERIVED = ("_kind", "_size", "match_priority", "auto_generated", "special", "capacity", "undefined")
 _NOT_WRITTEN_COPY = ("_size", "special", "capacity", "undefined", "vocab")
-_NOT_WRITTEN_REFS = ("bounded_by", "derived_from_tag")
+_NOT_WRITTEN_REFS = ("bounded_by", "derived_from_tag", "size_dims", "size_dtype")
 #: What may sit in a vocab's options (:mod:`.vocab`), written by :func:`literal_code`.
 _LITERAL_TYPES = (str, int, bool, type(None))
 
@@ -133,13 +133,20 @@ _FIELD_CHECKS = {
     "origin": (_optional(lambda v: type(v) is str), "a str or None"),
     "keeps_op": (lambda v: type(v) is bool, "a bool"),
     "op_of": (_optional(_is_ref), "a DimRef or None"),
+    "size_dims": (
+        _optional(lambda v: type(v) is tuple and all(map(_is_ref, v))),
+        "None or a tuple of DimRefs (the dims its sizes are over)",
+    ),
+    "size_dtype": (lambda v: type(v) is str and v.isidentifier(), "a dtype name such as 'int32'"),
     "vocab": (
         _optional(lambda v: type(v) is dict and _is_literal(v)),
         "None or a dict of Vocabulary.create_vocab options (str keys; str, int, bool, None, lists and dicts)",
     ),
 }
-_DEFAULTS = {"_kind": None, "_size": None, "match_priority": 0, "auto_generated": False, "special": False}
+_DEFAULTS: dict[str, Any] = {"_kind": None, "_size": None, "match_priority": 0, "auto_generated": False}
+_DEFAULTS.update(special=False)
 _DEFAULTS.update(capacity=None, undefined=False, bounded_by=None, derived_from_tag=None, vocab=None)
+_DEFAULTS.update(size_dims=None, size_dtype="int32")
 
 
 class DimRef(CodeWrapper):
@@ -155,6 +162,9 @@ class DimRef(CodeWrapper):
     ``op_of``: with ``keeps_op``, the derived dim whose derivation the copy carries instead of its base's (returnn_common
     computes a copy's dim math again, over other dims of equal sizes). ``vocab``: the options RETURNN makes the dim's
     vocabulary from (:mod:`.vocab`); a derived dim's is set on it by a second line (``declare_same_as`` puts it there).
+    ``size_dims`` and ``size_dtype``: the template of a plain dynamic dim's sizes (``dyn_size_ext``) where it is over
+    other dims than the batch (``[batch, time]``: a size per frame), written as ``dyn_size_ext=Tensor(...)``, so that
+    the written config makes the dim as it was (a template of ``[batch]`` is RETURNN's default, and not kept).
 
     Every field is checked whenever it is set (also by unpickling), so that nothing but what it says is written as
     code. The size and kind of a derived dim, and the size of a copy, are not fields: they follow from the inputs
@@ -177,6 +187,8 @@ class DimRef(CodeWrapper):
     keeps_op: bool = False
     vocab: Optional[dict] = None
     op_of: Optional[DimRef] = None
+    size_dims: Optional[tuple[DimRef, ...]] = None
+    size_dtype: str = "int32"
 
     def __init__(
         self,
@@ -200,6 +212,8 @@ class DimRef(CodeWrapper):
         keeps_op: bool = False,
         vocab: Optional[dict] = None,
         op_of: Optional[DimRef] = None,
+        size_dims: Optional[tuple[DimRef, ...]] = None,
+        size_dtype: str = "int32",
     ):
         self.global_name = global_name  # first: a global alone bears its name
         super().__init__(name)
@@ -213,6 +227,8 @@ class DimRef(CodeWrapper):
         self.bounded_by = bounded_by
         self.derived_from_tag = derived_from_tag
         self.vocab = vocab
+        self.size_dims = size_dims
+        self.size_dtype = size_dtype
         self._kind = kind
         self._size = size
         self.inputs = inputs
@@ -371,6 +387,10 @@ class DimRef(CodeWrapper):
             args.append(f"bounded_by={self.bounded_by.name}")
         if self.derived_from_tag is not None:
             args.append(f"derived_from_tag={self.derived_from_tag.name}")
+        if self.size_dims is not None:
+            dims = ", ".join(dim.name for dim in self.size_dims)
+            template = f"Tensor({str_code(self.name + '_sizes')}, dims=[{dims}], dtype={str_code(self.size_dtype)})"
+            args.append(f"dyn_size_ext={template}")
         if self.keeps_op:
             self._check_kept_op(self.copy_of, True)  # the base may have been edited since
             assert self.copy_of is not None  # (checked)
@@ -422,7 +442,7 @@ class DimRef(CodeWrapper):
             return (self.copy_of,) if self.op_of is None else (self.copy_of, self.op_of)
         if self.op is not None:
             return tuple(x for x in self.inputs if isinstance(x, DimRef))
-        return tuple(x for x in (self.bounded_by, self.derived_from_tag) if x is not None)
+        return tuple(x for x in (self.bounded_by, self.derived_from_tag) if x is not None) + (self.size_dims or ())
 
 
 def derived_shape(ref: DimRef, shapes: Optional[dict[int, tuple]] = None) -> tuple[Optional[str], Optional[int]]:

@@ -1,0 +1,74 @@
+"""What values hold, found without recursion: their dims, their strings, and the code that may read names."""
+
+from __future__ import annotations
+
+from typing import Iterable, Iterator
+
+from i6_core.returnn.config import CodeWrapper
+from sisyphus.delayed_ops import DelayedBase
+
+from ..serialization.refs import DimRef, MarkedRef
+from ..serialization.values import IMPORTED_TYPES, wrapper_code
+from .function_code import function_texts
+
+
+def code_texts(values: Iterable) -> tuple[list[str], bool]:
+    """What in ``values`` can be code that reads a description or a dim's variable name: the str values (not dict
+    keys, which are option and layer names), the code of the CodeWrappers (not dims) and of functions and classes
+    (:func:`.function_texts`); and whether some code cannot be read in the manager: a CodeWrapper of a Sisyphus value,
+    a function whose source cannot be had."""
+    codes: list[str] = []
+    unreadable = False
+    stack = list(values)
+    while stack:
+        value = stack.pop()
+        if type(value) is str:
+            codes.append(value)
+        elif isinstance(value, dict):
+            stack.extend(value.values())
+        elif isinstance(value, (list, tuple, set, frozenset)):
+            stack.extend(value)
+        elif isinstance(value, CodeWrapper) and type(value) not in (DimRef, MarkedRef):
+            if isinstance(value.code, DelayedBase):
+                unreadable = True
+            elif type(value.code) is str:  # other code is refused with its path by the walk that hashes
+                codes.append(wrapper_code(value))
+        elif isinstance(value, IMPORTED_TYPES):
+            texts = function_texts(value)
+            unreadable = unreadable or texts is None
+            codes.extend(texts or ())
+    return codes, unreadable
+
+
+def strings_in(values: Iterable) -> Iterator[str]:
+    """Every str in ``values``: dict keys and values, container items."""
+    stack = list(values)
+    while stack:
+        value = stack.pop()
+        if type(value) is str:
+            yield value
+        elif isinstance(value, dict):
+            stack.extend(value)
+            stack.extend(value.values())
+        elif isinstance(value, (list, tuple, set, frozenset)):
+            stack.extend(value)
+
+
+def dims_in(values: Iterable) -> Iterator[DimRef]:
+    """Every DimRef in ``values`` (in containers, marked dims, and what they are derived from), once."""
+    stack = list(values)
+    seen: set[int] = set()
+    while stack:
+        value = stack.pop()
+        if type(value) is DimRef:
+            if id(value) not in seen:
+                seen.add(id(value))
+                yield value
+                stack.extend(value.dependencies())
+        elif type(value) is MarkedRef:
+            stack.append(value.dim)
+        elif isinstance(value, dict):
+            stack.extend(value)
+            stack.extend(value.values())
+        elif isinstance(value, (list, tuple, set, frozenset)):
+            stack.extend(value)
