@@ -13,12 +13,13 @@ Not seen: files read by C code directly (``fopen`` in an extension), environment
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import importlib.machinery
 import os
 import re
 import sys
-from typing import Any, Iterable, Optional
+from typing import Any, Iterable, Iterator, Optional
 
 from . import probes
 from .fingerprint import digest
@@ -135,6 +136,20 @@ def install() -> None:
     os.lstat = _recording_stat(os.lstat)
     finder = importlib.machinery.PathFinder
     finder.find_spec = _recording_find_spec(finder.find_spec)  # type: ignore[method-assign]
+
+
+@contextlib.contextmanager
+def unrecorded() -> Iterator[None]:
+    """What the process opens or stats in the block is forgotten: the server's own bookkeeping (its kept
+    fingerprints), which no build depends on."""
+    opened, looked_at = dict(_opened), dict(_looked_at)
+    try:
+        yield
+    finally:
+        _opened.clear()
+        _opened.update(opened)
+        _looked_at.clear()
+        _looked_at.update(looked_at)
 
 
 def module_files() -> list[str]:

@@ -64,7 +64,8 @@ def _base(started_ns: int, sys_path: list[str], known: Optional[dict], kept: Kep
     files = [*record.module_files(), *opened, os.path.realpath(sys.executable)]
     from_base = {path: [*fp, known["recorded_ns"]] for path, fp in known["files"].items()} if known else {}
     fingerprints = kept.fingerprints(list(dict.fromkeys(files)), from_base)
-    kept.save()
+    with record.unrecorded():  # its look at every kept path is no dependency of the builds
+        kept.save()
     base = {
         "format": FORMAT,
         "python": {"executable": sys.executable, "version": sys.version},  # its binary is among the files
