@@ -125,6 +125,7 @@ report = json.load(open(os.environ["BENCH_REPORT"]))
 report["load_s"] = seconds
 report["tensorflow"] = "tensorflow" in sys.modules
 report["returnn_common"] = "returnn_common" in sys.modules
+report["torch"] = "torch" in sys.modules
 json.dump(report, open(os.environ["BENCH_REPORT"], "w"))
 """
 
