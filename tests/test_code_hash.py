@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import os
+import pickle
 import subprocess
 import sys
 import textwrap
@@ -15,6 +16,7 @@ from pathlib import Path
 
 import pytest
 
+from i6_rc_jobs.hashing.diff import explain
 from tests.support.sisyphus_setup import REPO
 
 pytestmark = pytest.mark.slow  # each manager start starts a build server that imports torch
@@ -42,6 +44,7 @@ HELPER = "import torch\n\n\ndef activation(x):\n    return torch.relu(x)\n"
 #: A manager start: prints the hashes of the markers named on the command line, and whether it imported torch.
 MANAGER = textwrap.dedent("""
     import json
+    import pickle
     import sys
 
     from sisyphus.hash import sis_hash_helper
@@ -53,6 +56,8 @@ MANAGER = textwrap.dedent("""
     hashes = {name: sis_hash_helper(marker).hex() for name, marker in markers.items()}
     digests = {name: marker.fingerprint().to_json() for name, marker in markers.items()}
     print(json.dumps({"hashes": hashes, "fingerprints": digests, "torch": "torch" in sys.modules}))
+    with open("markers.pickle", "wb") as f:
+        pickle.dump(markers, f)
     """)
 SETTLE_S = 0.05
 
@@ -120,8 +125,14 @@ def test_code_edits_move_the_hash_and_cosmetic_ones_keep_it(setup_dir):
     again = start(setup_dir, model, step)
     assert [again["hashes"][k] == first["hashes"][k] for k in ("my_model:Model", "my_model:train_step")] == [True] * 2
 
+    before = pickle.loads((setup_dir / "markers.pickle").read_bytes())
     _edit(setup_dir / "my_model.py", "return activation(self.linear(x))", "return activation(self.linear(x)) * 2")
     edited = start(setup_dir, model, step)
+    after = pickle.loads((setup_dir / "markers.pickle").read_bytes())  # pickled with the code they hashed by
+    key = 'my_model:Model{"dim": 8}'
+    assert list(explain({"get_model": before[key]}, {"get_model": after[key]})) == [
+        f"get_model.code: module my_model ({setup_dir / 'my_model.py'}): Model.forward changed"
+    ]
     assert edited["hashes"]["my_model:Model"] != first["hashes"]["my_model:Model"]
     assert edited["hashes"]["my_model:train_step"] != first["hashes"]["my_model:train_step"]  # the same module
 

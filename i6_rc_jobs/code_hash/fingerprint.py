@@ -70,10 +70,11 @@ class CodeFingerprint:
             yield f"reference: {self.reference} -> {now.reference}"
         for name in sorted(set(self.modules) | set(now.modules)):
             before, after = self.modules.get(name), now.modules.get(name)
-            if before is None or after is None:
-                assert after is not None or before is not None
-                yield f"module {name}: {'no longer loaded' if after is None else 'newly loaded'} ({(after or before)['file']})"
-            elif before["digest"] != after["digest"]:
+            if before is None and after is not None:
+                yield f"module {name}: newly loaded ({after['file']})"
+            elif after is None and before is not None:
+                yield f"module {name}: no longer loaded ({before['file']})"
+            elif before is not None and after is not None and before["digest"] != after["digest"]:
                 defs = _changed_defs(before["defs"], after["defs"])
                 yield f"module {name} ({after['file']}): {', '.join(defs) or 'its code'} changed"
         for name in sorted(set(self.libraries) | set(now.libraries)):

@@ -42,6 +42,14 @@ class ByContent:
         inner = ", ".join([repr(a) for a in self.args] + [f"{k}={v!r}" for k, v in sorted(self.kwargs.items())])
         return f"by_content({self.module}.{self.qualname}{', ' if inner else ''}{inner})"
 
+    def __copy__(self) -> "ByContent":
+        return self
+
+    def __deepcopy__(self, memo: dict[int, Any]) -> "ByContent":
+        """The marker itself, as Sisyphus copies a job: configs are deep-copied by jobs (ReturnnTrainingJob makes
+        several copies), and a copy would look its code up again."""
+        return self
+
     def _call(self) -> tuple:
         return (self.module, self.qualname, self.args, self.kwargs, self.construct, self.libraries)
 
