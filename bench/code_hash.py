@@ -252,11 +252,40 @@ def version_main(source: str, out: str, previous: Optional[str]) -> None:
 # -- the driver ---------------------------------------------------------------------------------------------------
 
 
+def _instructions(code: types.CodeType) -> list[tuple[str, Any]]:
+    """The bytecode as (operation, argument), without the NOPs a removed docstring leaves; a jump's target as the
+    index of the instruction it lands on."""
+    import dis
+
+    kept = [i for i in dis.get_instructions(code) if i.opname != "NOP"]
+    index = {i.offset: n for n, i in enumerate(kept)}
+    offsets = sorted(index)
+
+    def landing(offset: int) -> int:
+        return index[next((o for o in offsets if o >= offset), offsets[-1])]
+
+    return [
+        (
+            i.opname,
+            (
+                landing(i.argval)
+                if i.opcode in dis.hasjrel + dis.hasjabs
+                else None if i.opname == "LOAD_CONST" else i.argval
+            ),
+        )
+        for i in kept
+    ]
+
+
 def _code_objects_equal(a: types.CodeType, b: types.CodeType) -> bool:
-    fields = ("co_code", "co_names", "co_varnames", "co_freevars", "co_cellvars", "co_argcount", "co_kwonlyargcount")
-    if any(getattr(a, f) != getattr(b, f) for f in fields) or len(a.co_consts) != len(b.co_consts):
+    fields = ("co_names", "co_varnames", "co_freevars", "co_cellvars", "co_argcount", "co_kwonlyargcount")
+    if any(getattr(a, f) != getattr(b, f) for f in fields) or _instructions(a) != _instructions(b):
         return False
-    for x, y in zip(a.co_consts, b.co_consts):
+    consts_a = [c for c in a.co_consts if c is not None]  # a docstring removed leaves a None in its place
+    consts_b = [c for c in b.co_consts if c is not None]
+    if len(consts_a) != len(consts_b):
+        return False
+    for x, y in zip(consts_a, consts_b):
         if isinstance(x, types.CodeType) and isinstance(y, types.CodeType):
             if not _code_objects_equal(x, y):
                 return False

@@ -17,15 +17,13 @@ import argparse
 import json
 import os
 import platform
-import shutil
 import sys
 import tempfile
-import textwrap
 import time
 from pathlib import Path
 from typing import Any
 
-from bench.manager import REPO, date, run_variant
+from bench.manager import REPO, date, run_variant, write_setup
 
 MODELS = {
     "bench_conformer": '''
@@ -152,27 +150,15 @@ def py():
 '''
 
 
-def make_setup(directory: Path, sweep: int) -> Path:
-    for part in ("recipe", "config", "work"):
-        (directory / part).mkdir(parents=True, exist_ok=True)
-    (directory / "settings.py").write_text("WAIT_PERIOD_CACHE = 0\nWAIT_PERIOD_JOB_FS_SYNC = 0\n")
-    for name, text in MODELS.items():
-        (directory / "recipe" / f"{name}.py").write_text(textwrap.dedent(text))
-    (directory / "config" / "bench.py").write_text(textwrap.dedent(CONFIG.format(sweep=sweep)))
-    time.sleep(0.1)  # files a build depends on are older than its start (see i6_rc_jobs/builds/server.py)
-    return directory
-
-
 def main(argv: list[str]) -> int:
     parser = argparse.ArgumentParser(prog="python -m bench.code_hash_manager", description=__doc__.split("\n\n")[0])
     parser.add_argument("--sweep", type=int, default=20, help="model dims per model file (jobs: 2 x sweep)")
     parser.add_argument("--out", default=str(REPO / "bench" / "results" / "code_hash_manager.json"))
     args = parser.parse_args(argv)
-    work = Path(tempfile.mkdtemp(prefix="bench-code-hash-manager-"))
-    try:
-        setup = make_setup(work / "setup", args.sweep)
-        cache = work / "cache"
-        results: dict[str, Any] = {}
+    results: dict[str, Any] = {}
+    with tempfile.TemporaryDirectory(prefix="bench-code-hash-manager-") as work:
+        setup = write_setup(Path(work) / "setup", MODELS, CONFIG.format(sweep=args.sweep))
+        cache = Path(work) / "cache"
         results["n"] = run_variant(setup, "name", cache)
         results["c0"] = run_variant(setup, "content", cache)
         for run in range(3):
@@ -182,8 +168,6 @@ def main(argv: list[str]) -> int:
             f.write("# edited\n")
         time.sleep(0.1)
         results["d"] = run_variant(setup, "content", cache)
-    finally:
-        shutil.rmtree(work, ignore_errors=True)
     report(results, args)
     return 0
 

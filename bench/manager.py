@@ -131,12 +131,18 @@ json.dump(report, open(os.environ["BENCH_REPORT"], "w"))
 
 
 def make_setup(directory: Path, sweep: int) -> Path:
+    models = {f"bench_t{layers}": MODEL_FILE.format(layers=layers) for layers in (6, 12)}
+    return write_setup(directory, models, CONFIG.format(sweep=sweep))
+
+
+def write_setup(directory: Path, models: dict[str, str], config: str) -> Path:
+    """A Sisyphus setup directory: the model files in recipe/, the config as config/bench.py."""
     for part in ("recipe", "config", "work"):
         (directory / part).mkdir(parents=True, exist_ok=True)
     (directory / "settings.py").write_text("WAIT_PERIOD_CACHE = 0\nWAIT_PERIOD_JOB_FS_SYNC = 0\n")
-    for layers in (6, 12):
-        (directory / "recipe" / f"bench_t{layers}.py").write_text(textwrap.dedent(MODEL_FILE.format(layers=layers)))
-    (directory / "config" / "bench.py").write_text(textwrap.dedent(CONFIG.format(sweep=sweep)))
+    for name, text in models.items():
+        (directory / "recipe" / f"{name}.py").write_text(textwrap.dedent(text))
+    (directory / "config" / "bench.py").write_text(textwrap.dedent(config))
     time.sleep(0.1)  # files a build depends on are older than its start (see i6_rc_jobs/builds/server.py)
     return directory
 
