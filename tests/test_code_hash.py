@@ -70,22 +70,23 @@ def setup_dir(tmp_path):
     return tmp_path
 
 
-def _env(directory: Path) -> dict[str, str]:
+def _env(directory: Path, **more: str) -> dict[str, str]:
     return {
         **os.environ,
+        **more,
         "PYTHONPATH": os.pathsep.join([str(directory), str(REPO)]),
         "I6_RC_BUILD_CACHE": str(directory / "cache"),
         "CUDA_VISIBLE_DEVICES": "",
     }
 
 
-def start(directory: Path, *markers: tuple[str, dict]) -> dict:
+def start(directory: Path, *markers: tuple[str, dict], **env: str) -> dict:
     """One manager start in ``directory``: the hashes and fingerprints of the markers, by name (the first marker of
     each name)."""
     time.sleep(SETTLE_S)
     argv = [arg for name, kwargs in markers for arg in (name, json.dumps(kwargs))]
     done = subprocess.run(
-        [sys.executable, "manager.py", *argv], cwd=directory, env=_env(directory), capture_output=True, text=True
+        [sys.executable, "manager.py", *argv], cwd=directory, env=_env(directory, **env), capture_output=True, text=True
     )
     assert done.returncode == 0, done.stderr[-3000:]
     result = json.loads(done.stdout.strip().splitlines()[-1])
@@ -131,7 +132,7 @@ def test_code_edits_move_the_hash_and_cosmetic_ones_keep_it(setup_dir):
     after = pickle.loads((setup_dir / "markers.pickle").read_bytes())  # pickled with the code they hashed by
     key = 'my_model:Model{"dim": 8}'
     assert list(explain({"get_model": before[key]}, {"get_model": after[key]})) == [
-        f"get_model.code: module my_model ({setup_dir / 'my_model.py'}): Model.forward changed"
+        f"['get_model'].code: module my_model ({setup_dir / 'my_model.py'}): Model.forward changed"
     ]
     assert edited["hashes"]["my_model:Model"] != first["hashes"]["my_model:Model"]
     assert edited["hashes"]["my_model:train_step"] != first["hashes"]["my_model:train_step"]  # the same module
@@ -284,3 +285,27 @@ def test_watch_code_says_which_jobs_code_changed_since_they_were_made(setup_dir)
     assert done.returncode == 1, done.stderr
     assert "code of by_content(my_model.Model, dim=8): module act_helper" in done.stdout
     assert "activation changed" in done.stdout
+
+
+def test_the_servers_kept_fingerprints_are_no_dependency_of_its_builds(setup_dir, tmp_path_factory):
+    """The kept fingerprints hold other servers' files too (other setups, other preloads); the server's look at them
+    when it saves them is its bookkeeping: an entry lists only what its build read."""
+    from i6_rc_jobs.builds.fingerprint import kept_path
+
+    home = tmp_path_factory.mktemp("home")
+    kept = home / kept_path().relative_to(Path.home())
+    kept.parent.mkdir(parents=True)
+    planted = home / "another-setups-file.py"
+    planted.write_text("")
+    data = json.loads(kept_path().read_text()) if kept_path().exists() else {"format": 1, "files": {}}
+    data["files"][str(planted)] = ["0" * 64, 0, 0, 0, 0, 0, 0]  # a fingerprint another server kept
+    kept.write_text(json.dumps(data))
+    kept.chmod(0o600)
+    start(setup_dir, ("my_model:Model", {"dim": 8}), HOME=str(home))
+    [entry] = (setup_dir / "cache" / "entries").glob("*/*/entry.json")
+    files = json.loads(entry.read_text())["files"]
+    assert str(planted) not in files
+    assert {path for path in files if path.startswith(str(setup_dir))} == {
+        str(setup_dir / name) for name in ("act_helper.py", "my_model.py")
+    }
+    assert len(files) < 10  # and what torch loads when a model is constructed on the meta device
