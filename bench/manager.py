@@ -177,19 +177,27 @@ report = json.load(open(os.environ["BENCH_REPORT"]))
 report["load_s"] = seconds
 report["tensorflow"] = "tensorflow" in sys.modules
 report["returnn_common"] = "returnn_common" in sys.modules
+report["torch"] = "torch" in sys.modules
 json.dump(report, open(os.environ["BENCH_REPORT"], "w"))
 """
 
 
 def make_setup(directory: Path, sweep: int, small: int = 20) -> Path:
+    models = {f"bench_t{layers}": MODEL_FILE.format(layers=layers) for layers in (6, 12)}
+    models["bench_small"] = SMALL_MODEL_FILE
+    write_setup(directory, models, CONFIG.format(sweep=sweep))
+    (directory / "config" / "small.py").write_text(SMALL_CONFIG.format(small=small))
+    return directory
+
+
+def write_setup(directory: Path, models: dict[str, str], config: str) -> Path:
+    """A Sisyphus setup directory: the model files in recipe/, the config as config/bench.py."""
     for part in ("recipe", "config", "work"):
         (directory / part).mkdir(parents=True, exist_ok=True)
     (directory / "settings.py").write_text("WAIT_PERIOD_CACHE = 0\nWAIT_PERIOD_JOB_FS_SYNC = 0\n")
-    for layers in (6, 12):
-        (directory / "recipe" / f"bench_t{layers}.py").write_text(textwrap.dedent(MODEL_FILE.format(layers=layers)))
-    (directory / "recipe" / "bench_small.py").write_text(SMALL_MODEL_FILE)
-    (directory / "config" / "bench.py").write_text(textwrap.dedent(CONFIG.format(sweep=sweep)))
-    (directory / "config" / "small.py").write_text(SMALL_CONFIG.format(small=small))
+    for name, text in models.items():
+        (directory / "recipe" / f"{name}.py").write_text(textwrap.dedent(text))
+    (directory / "config" / "bench.py").write_text(textwrap.dedent(config))
     time.sleep(0.1)  # files a build depends on are older than its start (see i6_rc_jobs/builds/server.py)
     return directory
 

@@ -22,6 +22,8 @@ _EXPORTS = {
     "CheckedReturnnConfig": "i6_rc_jobs.serialization.config_file",
     "build": "i6_rc_jobs.builds",
     "build_many": "i6_rc_jobs.builds",
+    "by_content": "i6_rc_jobs.code_hash",
+    "watch_code": "i6_rc_jobs.code_hash",
 }
 __all__ = sorted(_EXPORTS)
 

@@ -42,6 +42,7 @@ TOPICS = {
     "versioned imports for a team": ("docs/guide/versioned-imports.md", "Versioned imports for a team"),
     "the command line": ("docs/reference/cli.md", "Command line"),
     "building models out of the manager": ("docs/guide/builds.md", "Builds out of the manager"),
+    "hash model code by content": ("docs/guide/code-hash.md", "Hash model code by content"),
 }
 
 

@@ -61,6 +61,16 @@ _API: list[tuple[str, str, list[tuple[str, Optional[str]]]]] = [
         "How builds run and what they are cached by: [Builds out of the manager](../guide/builds.md).",
         [("i6_rc_jobs.builds", None)],
     ),
+    (
+        "Content hashes of model code",
+        "What counts and how to switch a config: [Hash model code by content](../guide/code-hash.md).",
+        [
+            ("i6_rc_jobs.code_hash.by_content", None),
+            ("i6_rc_jobs.code_hash.ByContent", None),
+            ("i6_rc_jobs.code_hash.watch_code", None),
+            ("i6_rc_jobs.code_hash.CodeFingerprint", None),
+        ],
+    ),
     ("Versioned imports", "", [("i6_rc_jobs.imports", None)]),
     ("Checks with RETURNN", "", [("i6_rc_jobs.returnn_check", None), ("i6_rc_jobs.semantics", None)]),
     ("Explaining hash differences", "", [("i6_rc_jobs.hashing.diff.explain", None)]),

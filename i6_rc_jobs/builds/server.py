@@ -99,6 +99,7 @@ def _build(directory: str, base: dict, started_ns: int, environ: dict[str, str],
 
     from sisyphus.hash import sis_hash_helper
 
+    from ..code_hash.fingerprint import CodeFingerprint
     from ..serializer import ReturnnCommonSerializer
     from . import client
 
@@ -111,7 +112,7 @@ def _build(directory: str, base: dict, started_ns: int, environ: dict[str, str],
     paths = job_paths.argument_paths((args, kwargs))
     result = builder(*args, **kwargs)
     name = f"{builder.__module__}.{builder.__qualname__}"
-    if not isinstance(result, ReturnnCommonSerializer):
+    if not isinstance(result, (ReturnnCommonSerializer, CodeFingerprint)):
         print(f"error: the builder {name} returned a {type(result).__name__}, not a ReturnnCommonSerializer")
         return 1
     data = job_paths.dumps(result, paths)

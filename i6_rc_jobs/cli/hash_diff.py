@@ -102,7 +102,9 @@ def parser() -> argparse.ArgumentParser:
         __name__,
         Exit,
         EXAMPLE,
-        "Print why the Sisyphus hashes of A and B differ, as paths and values, or 'identical'. The inputs are "
+        "Print why the Sisyphus hashes of A and B differ, as paths and values, and which modules and functions of "
+        "the model code changed (by_content values; job directories that watch_code keeps a code fingerprint "
+        "beside), or 'identical'. The inputs are "
         "unpickled, which runs whatever code they name: use only files you trust. Inputs not owned by you or "
         "writable by others (a job directory: the directory and its job.save) are refused unless --trust is given.",
     )
@@ -139,5 +141,16 @@ def main(argv: list[str]) -> int:
     lines = list(explain(a, b))
     if not lines and sis_hash_helper(a) != sis_hash_helper(b):
         lines = ["the hashes differ, but no part that differs was found (a hash() that hashes otherwise?)"]
-    print("\n".join(lines) if lines else "identical")
-    return Exit.DIFFERENT if lines else Exit.IDENTICAL
+    code = code_lines(args.a, args.b)
+    print("\n".join(lines + code) if lines or code else "identical")
+    return Exit.DIFFERENT if lines or code else Exit.IDENTICAL
+
+
+def code_lines(a: str, b: str) -> list[str]:
+    """The changes of the code fingerprints kept beside two job directories (``watch_code``), if both have them."""
+    from ..code_hash.watch import RECORD, changed_lines, load_record
+
+    records = [os.path.join(path, RECORD) for path in (a, b)]
+    if not all(os.path.isfile(record) for record in records):
+        return []
+    return [f"code of {line}" for line in changed_lines(load_record(records[0]), load_record(records[1]))]

@@ -15,6 +15,7 @@ from sisyphus.hash import sis_hash_helper
 from sisyphus.job import Job
 from sisyphus.job_path import AbstractPath
 
+from ..code_hash.marker import ByContent
 from ..serialization.refs import DimRef
 from ..serialization.serialized_net import SerializedNet
 from .canonical import Canonicalizer
@@ -40,6 +41,11 @@ def explain(a: Any, b: Any, path: str = "") -> Iterator[str]:
         if a.unhashed != b.unhashed:
             yield f"{_join(path, 'unhashed')}: {sorted(a.unhashed)} -> {sorted(b.unhashed)}"
         yield from _net_lines(_Side(a, path), _Side(b, path))
+    elif isinstance(a, ByContent):
+        for name in ("module", "qualname", "args", "kwargs"):
+            yield from explain(getattr(a, name), getattr(b, name), _join(path, name))
+        for change in a.fingerprint().changes(b.fingerprint()):
+            yield f"{_join(path, 'code')}: {change}"
     elif isinstance(a, ReturnnConfig):
         parts_a, parts_b = _config_hash_parts(a), _config_hash_parts(b)
         for name in sorted(set(parts_a) | set(parts_b)):
