@@ -14,6 +14,7 @@ from i6_core.returnn.config import CodeWrapper
 from sisyphus.delayed_ops import DelayedBase
 from sisyphus.hash import sis_hash_helper
 
+from ..serialization.callables import PartialRef
 from ..serialization.errors import SerializationError, describe
 from ..serialization.numpy_values import check_numpy, little_endian, numpy_of, stored_bytes
 from ..serialization.refs import DIM_SUFFIX, DimRef, MarkedRef, derived_shape, literal_code
@@ -250,6 +251,11 @@ class Canonicalizer:
             return Tagged(self._items(value))
         if is_namedtuple(value):
             return Tagged((f"{cls.__module__}.{cls.__qualname__}", *self._items(value)))
+        if cls is PartialRef:
+            func, args, keywords = self._items(value)
+            return Tagged(("functools.partial", func, args, keywords))
+        if hasattr(value, "_sis_hash") and not isinstance(value, DelayedBase):
+            return Token(f"sisyphus {sis_hash_helper(value).hex()}")  # a code hash, or any value hashed its own way
         if isinstance(value, CodeWrapper):
             return _code_token(value)
         if isinstance(value, DelayedBase):
