@@ -255,7 +255,7 @@ class Canonicalizer:
             func, args, keywords = self._items(value)
             return Tagged(("functools.partial", func, args, keywords))
         if hasattr(value, "_sis_hash") and not isinstance(value, DelayedBase):
-            return Token(f"sisyphus {sis_hash_helper(value).hex()}")  # a code hash, or any value hashed its own way
+            return Token(f"own-hash {value._sis_hash().hex()}")  # a code hash (Sisyphus hashes functions by name)
         if isinstance(value, CodeWrapper):
             return _code_token(value)
         if isinstance(value, DelayedBase):

@@ -34,6 +34,18 @@ def _serializers(item: Any) -> Iterator[SerializedCode]:
             stack.extend(reversed(list(item.values())))
 
 
+def backend_of(returnn_config: ReturnnConfig) -> Optional[str]:
+    """The ``backend`` the config sets: in its config or post_config, or as a value of a serializer in its prolog."""
+    for values in (returnn_config.config, returnn_config.post_config):
+        if "backend" in values:
+            return values["backend"]
+    for serializer in _serializers(returnn_config.python_prolog):
+        backend = dict(serializer.sections()).get("backend")
+        if backend is not None:
+            return backend
+    return None
+
+
 def config_code(returnn_config: ReturnnConfig) -> str:
     """The config file's text, as i6_core writes it, with each serializer rendered once and checked against the
     config (see :func:`check_config`). Works on a copy: i6_core merges post_config into config while writing and

@@ -6,7 +6,7 @@
 from __future__ import annotations
 
 import keyword
-from typing import Any, Iterable, Optional
+from typing import Any, Iterable, Optional, Sequence
 
 from .errors import SerializationError, describe
 from .prolog import dim_lines
@@ -38,11 +38,21 @@ class SerializedConfig(SerializedCode):
     data: they pickle and write without RETURNN or torch. ``.values`` is an ordinary dict you may still edit (which
     opens the serializer, see :class:`.serialized_code.SerializedCode`)."""
 
-    def __init__(self, values: dict[str, Any], *, hash_value: Any = None, unhashed: Iterable[str] = ()):
+    def __init__(
+        self,
+        values: dict[str, Any],
+        *,
+        hash_value: Any = None,
+        unhashed: Iterable[str] = (),
+        sys_path: Sequence[str] = (),
+    ):
         """
         :param values: config key -> value, e.g. ``{"extern_data": {...}, "get_model": partial(Model, ...)}``
         :param hash_value: if given, the Sisyphus hash is that of this object instead of that of the values
         :param unhashed: keys left out of the hash (e.g. ``["torch_log_memory_usage"]``); their dims still count
+        :param sys_path: directories the written config puts first on ``sys.path`` (if not there yet) before it
+            imports, so that RETURNN finds the modules of the functions and classes (a setup's ``recipe/``); where
+            the code is, not what it is: not hashed
         """
         from .capture import DimCapture
         from .convert import convert
@@ -59,7 +69,12 @@ class SerializedConfig(SerializedCode):
         if isinstance(values.get("extern_data"), dict):
             check_data_sizes(values["extern_data"])
         capture = DimCapture()
-        self._data = {"values": {key: convert(values[key], capture, key) for key in sorted(values)}}
+        if isinstance(sys_path, str) or not all(type(path) is str for path in sys_path):
+            raise SerializationError(f"{describe(sys_path)} is not a list of directories (str)").at("sys_path")
+        self._data = {
+            "values": {key: convert(values[key], capture, key) for key in sorted(values)},
+            "sys_path": list(sys_path),
+        }
         self._reset_sharing()
 
     @property
@@ -78,12 +93,18 @@ class SerializedConfig(SerializedCode):
         return sorted(self._data["values"].items())
 
     def _defined_names(self) -> Iterable[str]:
-        return list(self._data["values"])
+        return [*self._data["values"], *(["sys"] if self._data["sys_path"] else [])]
+
+    def _preamble(self) -> list[str]:
+        paths = self._data["sys_path"]
+        if not paths:
+            return []
+        return ["import sys", "", f"sys.path[:0] = [path for path in {paths!r} if path not in sys.path]", ""]
 
     def _render(self, resolve_delayed: bool = True) -> tuple[CodeWriter, list[str], list[str]]:
         values = self._data["values"]
         _check_keys(values, "values")
-        writer = CodeWriter(resolve_delayed, reserved=frozenset(values))
+        writer = CodeWriter(resolve_delayed, reserved=frozenset(self._defined_names()))
         parts = [f"{key} = {writer.write(value, key)}" for key, value in sorted(values.items())]
         return writer, dim_lines(writer, list(writer.dims.values())), parts
 

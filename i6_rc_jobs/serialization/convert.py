@@ -118,7 +118,9 @@ def _convert(value: Any, capture: DimCapture, depth: int) -> Any:
                 e.at(step)
                 raise
         func, *rest = converted
-        return PartialRef(func, tuple(rest[: len(parts.args)]), dict(zip(sorted(parts.keywords), rest[len(parts.args) :])))
+        return PartialRef(
+            func, tuple(rest[: len(parts.args)]), dict(zip(sorted(parts.keywords), rest[len(parts.args) :]))
+        )
     if isinstance(value, ModuleType):
         return ModuleRef.of(value)
     i6_core_value = i6_core_object_value(value)

@@ -168,7 +168,10 @@ class SerializedCode(DelayedBase):
         names, dims = self._once(("names_and_dims",), lambda: self._names(self._render(resolve_delayed=False)[0]))
         return dict(names), copy_tree(dims, {})
 
-    @staticmethod
-    def _code(writer: CodeWriter, dims: list[str], parts: list[str]) -> str:
-        return "\n\n".join(["\n".join(writer.import_lines()), *(["\n".join(dims)] if dims else []), *parts]) + "\n"
+    def _preamble(self) -> list[str]:
+        """Lines before the imports (none by default)."""
+        return []
 
+    def _code(self, writer: CodeWriter, dims: list[str], parts: list[str]) -> str:
+        imports = "\n".join([*self._preamble(), *writer.import_lines()])
+        return "\n\n".join([imports, *(["\n".join(dims)] if dims else []), *parts]) + "\n"

@@ -67,3 +67,8 @@ def config_values() -> dict:
         "get_model": functools.partial(Model, in_dim, classes_dim, model_dim=Dim(32, name="model")),
         "train_step": train_step,
     }
+
+
+def train_step_without_loss(*, model: Model, extern_data: TensorDict, **_kwargs) -> None:
+    """A train step that marks no loss: RETURNN cannot train with it (the config check must say so)."""
+    model(extern_data["data"], spatial_dim=extern_data["data"].dims[1])
