@@ -1,8 +1,7 @@
 #!/usr/bin/env bash
 # The one set-up step: .venv with the PyPI packages pinned in requirements-dev.lock and requirements-torch.lock, the
-# rwth-i6 projects at their
-# pinned commits (RETURNN with its git submodules), i6_rc_jobs installed editable. Idempotent: it only does what is
-# missing, so a second run takes seconds.
+# rwth-i6 projects at their pinned commits (RETURNN with its git submodules), i6_rc_jobs installed editable.
+# Idempotent: it only does what is missing, so a second run takes seconds.
 # ./setup.sh --returnn-range also makes, for each returnn-range/<name>.txt, a Python of its own with that file's
 # PyPI pins (.venv-returnn-<name>: the TensorFlow of that RETURNN's time) and RETURNN at the commit it names
 # (.deps/src/returnn-<name>): the older RETURNNs the tests train written configs with (./test.sh asks for them);
