@@ -29,14 +29,14 @@ class ReturnnConfigSerializer(SerializedConfig):
     def from_i6_core(cls, returnn_config: Any, **options: Any) -> Any:
         """An i6_core ``ReturnnConfig`` (a ``ReturnnConfigV2`` among them) made anew with its config values in a
         serializer: returns a :class:`CheckedReturnnConfig` whose ``python_prolog`` holds the serializer (after the
-        prolog's i6_core ``Import`` objects, whose imported values go into the serializer too) and whose
-        ``post_config`` keeps the unhashed values as they were. ``options``: ``hash_value``, as for the
-        constructor."""
+        rest of the prolog; the values that its i6_core ``Import`` and ``PartialImport`` objects bind go into the
+        serializer), whose config keeps the values of plain types (``backend``, which i6_core's jobs read, numbers,
+        strings) and whose ``post_config`` stays as it was. ``options``: as for the constructor (``sys_path``)."""
         from .serialization.config_file import CheckedReturnnConfig
 
-        values, prolog, epilog = config_values_of(returnn_config)
+        plain, values, prolog, epilog = config_values_of(returnn_config)
         return CheckedReturnnConfig(
-            {},
+            plain,
             post_config=dict(returnn_config.post_config),
             python_prolog=[*prolog, cls(values, **options)],
             python_epilog=epilog,

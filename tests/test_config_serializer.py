@@ -32,7 +32,9 @@ def rf_config_values() -> dict:
     values = task12ax_rf_model.config_values()
     classes = values["extern_data"]["classes"]["sparse_dim"]
     time = values["extern_data"]["data"]["dims"][1]
-    values["model_outputs"] = {"output": {"dims": [batch_dim, time, classes.copy(same_as_self=True, kind=Dim.Types.Feature)]}}
+    values["model_outputs"] = {
+        "output": {"dims": [batch_dim, time, classes.copy(same_as_self=True, kind=Dim.Types.Feature)]}
+    }
     values["aux"] = [time.ceildiv_right(2), (classes, 3)]
     return values
 
@@ -93,9 +95,10 @@ def test_names_are_cosmetic_in_the_hash(sizes, names, other_names):
 def test_a_size_change_moves_the_hash(sizes, names, which, delta):
     other = list(sizes)
     other[which % len(sizes)] += delta
-    assert ReturnnConfigSerializer(_values(sizes, names))._sis_hash() != ReturnnConfigSerializer(
-        _values(other, names)
-    )._sis_hash()
+    assert (
+        ReturnnConfigSerializer(_values(sizes, names))._sis_hash()
+        != ReturnnConfigSerializer(_values(other, names))._sis_hash()
+    )
 
 
 @settings(max_examples=20, deadline=None)
@@ -148,7 +151,7 @@ def test_i6_core_imports_and_a_returnn_config_v2_convert():
     (serializer,) = config.python_prolog
     ns = executed(serializer.get())
     assert ns["train_step"] is task12ax_rf_model.train_step and ns["get_model"].func is task12ax_rf_model.Model
-    assert ns["get_model"].keywords["model_dim"].dimension == 32 and ns["backend"] == "torch"
+    assert ns["get_model"].keywords["model_dim"].dimension == 32 and config.config == {"backend": "torch"}
 
 
 def test_bad_values_are_refused_naming_where_they_sit():
@@ -174,7 +177,7 @@ def _check_setup(tmp_path, train_step: str):
             values = task12ax_rf_model.config_values()
             values["train_step"] = getattr(task12ax_rf_model, "{train_step}")
             config = CheckedReturnnConfig(
-                {{"behavior_version": 21, "train": {{"class": "Task12AXDataset", "num_seqs": 10}},
+                {{"backend": "torch", "behavior_version": 21, "train": {{"class": "Task12AXDataset", "num_seqs": 10}},
                   "batch_size": 1000, "optimizer": {{"class": "adam"}}, "learning_rate": 0.01}},
                 python_prolog=[ReturnnConfigSerializer(values, sys_path=[os.path.dirname(task12ax_rf_model.__file__)])],
             )

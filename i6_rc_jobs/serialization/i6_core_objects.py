@@ -44,22 +44,28 @@ def import_name(value: Any) -> str:
     return value.import_as or value.object_name
 
 
-def config_values_of(returnn_config: Any) -> tuple[dict[str, Any], list[Any], list[Any]]:
-    """(values, prolog, epilog) of an i6_core ``ReturnnConfig`` or ``ReturnnConfigV2``: its ``config`` with the values
-    that the ``Import`` and ``PartialImport`` objects of its python_prolog bind (by the name each binds), and the rest
-    of its prolog and its epilog as they are. A staged network dict is refused (RETURNN-frontend configs have none)."""
+#: Config values that stay in the config dict: i6_core's jobs read some of them (``backend``), none needs code.
+PLAIN_TYPES = (str, int, float, bool, type(None))
+
+
+def config_values_of(returnn_config: Any) -> tuple[dict[str, Any], dict[str, Any], list[Any], list[Any]]:
+    """(plain, values, prolog, epilog) of an i6_core ``ReturnnConfig`` or ``ReturnnConfigV2``: the config values of
+    plain types (str, numbers, bool, None), the others with the values that the ``Import`` and ``PartialImport``
+    objects of its python_prolog bind (by the name each binds), and the rest of its prolog and its epilog as they
+    are. A staged network dict is refused (RETURNN-frontend configs have none)."""
     from i6_core.serialization.base import Import
 
     if returnn_config.staged_network_dict:
         raise SerializationError("a staged network dict has no config value form").at("returnn_config")
-    values = dict(returnn_config.config)
+    plain = {key: value for key, value in returnn_config.config.items() if type(value) in PLAIN_TYPES}
+    values = {key: value for key, value in returnn_config.config.items() if key not in plain}
     prolog = returnn_config.python_prolog
     items = list(prolog) if isinstance(prolog, (list, tuple)) else [] if prolog is None else [prolog]
     rest = []
     for i, item in enumerate(items):
         if isinstance(item, Import):
             name = import_name(item)
-            if name in values:
+            if name in values or name in plain:
                 raise SerializationError(f"{describe(item)} binds {name!r}, a config key too: rename one").at(
                     f"returnn_config.python_prolog[{i}]"
                 )
@@ -67,4 +73,9 @@ def config_values_of(returnn_config: Any) -> tuple[dict[str, Any], list[Any], li
         else:
             rest.append(item)
     epilog = returnn_config.python_epilog
-    return values, rest, list(epilog) if isinstance(epilog, (list, tuple)) else [] if epilog is None else [epilog]
+    return (
+        plain,
+        values,
+        rest,
+        list(epilog) if isinstance(epilog, (list, tuple)) else [] if epilog is None else [epilog],
+    )

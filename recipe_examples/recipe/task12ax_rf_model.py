@@ -54,12 +54,12 @@ def train_step(*, model: Model, extern_data: TensorDict, **_kwargs) -> None:
 
 
 def config_values() -> dict:
-    """The config values the serializer writes: extern_data with its dims, the model as a partial, the train step."""
+    """The config values the serializer writes: extern_data with its dims, the model as a partial, the train step
+    (``backend = "torch"`` goes into the config dict itself, where i6_core's ReturnnTrainingJob reads it)."""
     time_dim = Dim(None, name="time")
     in_dim = Dim(9, name="input")
     classes_dim = Dim(2, name="classes")
     return {
-        "backend": "torch",
         "extern_data": {
             "data": {"dims": [batch_dim, time_dim, in_dim], "dtype": "float32"},
             "classes": {"dims": [batch_dim, time_dim], "sparse_dim": classes_dim, "dtype": "int32"},
