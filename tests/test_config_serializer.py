@@ -5,7 +5,9 @@ from __future__ import annotations
 
 import functools
 import json
+import os
 import pickle
+import subprocess
 import sys
 
 import pytest
@@ -17,26 +19,11 @@ from returnn.tensor import Dim, batch_dim
 
 from i6_rc_jobs import SerializationError
 from i6_rc_jobs.config_serializer import ReturnnConfigSerializer
-from tests.support.golden import GOLDEN
+from tests.support.config_cases import rf_config_values, task12ax_rf_model
+from tests.support.golden import CONFIG_HASHES, GOLDEN, current_config_hashes
 from tests.support.sisyphus_setup import REPO, make_setup, run_manager
 
-sys.path.insert(0, str(REPO / "recipe_examples" / "recipe"))
-import task12ax_rf_model  # noqa: E402  (the example's model module)
-
 CONFIG_GOLDEN = GOLDEN / "rf_config.config"
-CONFIG_HASHES = GOLDEN / "config_hashes.json"
-
-
-def rf_config_values() -> dict:
-    """The example's values plus what identities a config can carry: a same_as copy, a derived dim, model_outputs."""
-    values = task12ax_rf_model.config_values()
-    classes = values["extern_data"]["classes"]["sparse_dim"]
-    time = values["extern_data"]["data"]["dims"][1]
-    values["model_outputs"] = {
-        "output": {"dims": [batch_dim, time, classes.copy(same_as_self=True, kind=Dim.Types.Feature)]}
-    }
-    values["aux"] = [time.ceildiv_right(2), (classes, 3)]
-    return values
 
 
 def executed(code: str) -> dict:
@@ -48,7 +35,7 @@ def executed(code: str) -> dict:
 def test_written_code_and_hash_match_the_golden_files():
     serializer = ReturnnConfigSerializer(rf_config_values())
     assert serializer.get() == CONFIG_GOLDEN.read_text()
-    assert serializer._sis_hash().decode() == json.loads(CONFIG_HASHES.read_text())["rf_config"]
+    assert current_config_hashes() == json.loads(CONFIG_HASHES.read_text())
 
 
 def test_round_trip_gives_back_the_dims_with_their_identities_and_the_values():
@@ -205,3 +192,22 @@ def test_a_config_whose_training_would_fail_fails_the_check(tmp_path):
     job = setup / "alias" / "check"
     assert (job / "finished.run.1").exists() and (job / "error.check_networks.1").exists()
     assert "training one step fails" in (job / "log.check_networks.1").read_text()
+
+
+def test_identical_in_any_process_whatever_pythonhashseed():
+    code = (
+        "from tests.support.golden import config_cases; import sys\n"
+        "s = config_cases()['rf_config'](); sys.stdout.write(s.get() + repr(s._sis_hash()))\n"
+    )
+    outputs = {
+        subprocess.run(
+            [sys.executable, "-c", code],
+            env={**os.environ, "PYTHONPATH": str(REPO), "PYTHONHASHSEED": seed},
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout
+        for seed in ("1", "2")
+    }
+    serializer = ReturnnConfigSerializer(rf_config_values())
+    assert outputs == {serializer.get() + repr(serializer._sis_hash())}

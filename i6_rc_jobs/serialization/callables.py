@@ -65,6 +65,8 @@ class ModuleRef(CodeWrapper):
     """A module, by name: written as an import of that name, hashed by it (as functions and classes are)."""
 
     def __init__(self, name: str):
+        if type(name) is not str or not all(part.isidentifier() for part in name.split(".")):
+            raise SerializationError(f"module name {describe(name)} is no dotted identifier")
         super().__init__(f'__import__("importlib").import_module("{name}")')
         self.name = name
 
@@ -72,10 +74,9 @@ class ModuleRef(CodeWrapper):
     def of(cls, module: ModuleType) -> ModuleRef:
         """The ref of a module the config can import by its name (it is in ``sys.modules`` under it)."""
         name = getattr(module, "__name__", None)
-        dotted = type(name) is str and all(part.isidentifier() for part in name.split("."))
-        if not dotted or sys.modules.get(name) is not module or name == "__main__":
+        if not isinstance(name, str) or sys.modules.get(name) is not module or name == "__main__":
             raise SerializationError(
-                f"the module {describe(module)} cannot be imported by its name {name!r}: use a module imported by name"
+                f"the module {describe(module)} cannot be imported by its name: use a module imported by name"
             )
         return cls(name)
 
