@@ -13,13 +13,12 @@ it once the check passed. Registered outputs: ``task12ax_rf/returnn.config``, ``
 import os
 
 import task12ax_rf_model
-from i6_core.returnn.training import ReturnnTrainingJob
 from sisyphus import tk
 
-from i6_rc_jobs import CheckedReturnnConfig, CreateConfigJob
+from i6_rc_jobs import CheckedReturnnConfig
 from i6_rc_jobs.config_serializer import ReturnnConfigSerializer
 
-from .task12ax import repo_root
+from .task12ax import check_and_train
 
 NUM_EPOCHS = 2
 
@@ -42,26 +41,6 @@ def returnn_config() -> CheckedReturnnConfig:
 
 
 def run():
-    root = repo_root()
-    returnn_root = tk.Path(os.path.join(root, ".deps", "src", "returnn"), hash_overwrite="RETURNN_ROOT")
-    returnn_python_exe = tk.Path(os.path.join(root, ".venv", "bin", "python"), hash_overwrite="RETURNN_PYTHON_EXE")
-
-    config = returnn_config()
-    checked = CreateConfigJob(config, check=True)
-    tk.register_output("task12ax_rf/returnn.config", checked.out_config)
+    checked, train_job = check_and_train(returnn_config(), "task12ax_rf", NUM_EPOCHS)
     tk.register_output("task12ax_rf/check_report", checked.out_check_report)
-
-    train_job = ReturnnTrainingJob(
-        config,
-        num_epochs=NUM_EPOCHS,
-        device="cpu",
-        cpu_rqmt=1,
-        mem_rqmt=4,
-        time_rqmt=1,
-        returnn_root=returnn_root,
-        returnn_python_exe=returnn_python_exe,
-    )
-    train_job.add_input(checked.out_config)  # trains once the check passed; not hashed
-    train_job.add_alias("task12ax_rf/train")
     tk.register_output("task12ax_rf/checkpoint", train_job.out_checkpoints[NUM_EPOCHS].path)
-    tk.register_output("task12ax_rf/learning_rates", train_job.out_learning_rates)
