@@ -16,6 +16,7 @@ from hypothesis import strategies as st
 from i6_core.returnn.config import ReturnnConfigV2
 from i6_core.serialization.base import Import, PartialImport
 from returnn.tensor import Dim, batch_dim
+from sisyphus import tk
 
 from i6_rc_jobs import SerializationError
 from i6_rc_jobs.config_serializer import ReturnnConfigSerializer
@@ -211,3 +212,12 @@ def test_identical_in_any_process_whatever_pythonhashseed():
     }
     serializer = ReturnnConfigSerializer(rf_config_values())
     assert outputs == {serializer.get() + repr(serializer._sis_hash())}
+
+
+def test_a_sisyphus_path_is_an_input_written_as_its_value():
+    path = tk.Path("/data/vocab.txt")
+    serializer = ReturnnConfigSerializer({"get_model": functools.partial(dict, vocab=path, n=Dim(3, name="n"))})
+    assert serializer.__sis_state__()["sisyphus_values"] == [path]  # what Sisyphus takes as the job's input
+    assert executed(serializer.get())["get_model"].keywords["vocab"] == "/data/vocab.txt"
+    other = ReturnnConfigSerializer({"get_model": functools.partial(dict, vocab=tk.Path("/data/other.txt"))})
+    assert other._sis_hash() != serializer._sis_hash()

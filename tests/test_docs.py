@@ -42,6 +42,8 @@ TOPICS = {
     "versioned imports for a team": ("docs/guide/versioned-imports.md", "Versioned imports for a team"),
     "the command line": ("docs/reference/cli.md", "Command line"),
     "building models out of the manager": ("docs/guide/builds.md", "Builds out of the manager"),
+    "PyTorch and RETURNN-frontend configs": ("docs/guide/rf-torch.md", "RETURNN-frontend and PyTorch configs"),
+    "moving a ReturnnConfigV2 setup": ("docs/guide/rf-torch.md", "Moving a setup onto it"),
 }
 
 
