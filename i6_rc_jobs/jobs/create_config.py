@@ -49,8 +49,7 @@ class CreateConfigJob(Job):
         self.returnn_root = returnn_root
         self.returnn_python_exe = returnn_python_exe
         self.out_config = self.output_path("returnn.config")
-        self.torch = backend_of(returnn_config) == "torch"
-        if check and self.torch:
+        if check and backend_of(returnn_config) == "torch":
             self.out_check_report = self.output_path("check_report.json")
 
     def tasks(self):
@@ -68,15 +67,13 @@ class CreateConfigJob(Job):
         env = dict(os.environ)
         if root is not None:  # before the Python's own paths, as rnn.py of that checkout would import it
             env["PYTHONPATH"] = os.pathsep.join([os.fspath(root), *filter(None, [env.get("PYTHONPATH")])])
-        if self.torch:
+        if backend_of(self.returnn_config) == "torch":
             report = ["--report", self.out_check_report.get_path()]
             command = [os.fspath(python), torch_check.__file__, self.out_config.get_path(), *report]
         else:
             command = [os.fspath(python), returnn_check.__file__, self.out_config.get_path(), "--epochs"]
             command += map(str, epochs)
-        done = subprocess.run(
-            command, env=env, stderr=subprocess.PIPE, text=True, cwd=os.path.dirname(self.out_config.get_path())
-        )
+        done = subprocess.run(command, env=env, stderr=subprocess.PIPE, text=True)
         sys.stderr.write(done.stderr)
         if done.returncode != 0:
             last = (done.stderr.strip().splitlines() or [f"exit status {done.returncode}"])[-1]
