@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
-# The one set-up step: .venv with the PyPI packages pinned in requirements-dev.lock, the rwth-i6 projects at their
-# pinned commits (RETURNN with its git submodules), i6_rc_jobs installed editable. Idempotent: it only does what is
-# missing, so a second run takes seconds.
+# The one set-up step: .venv with the PyPI packages pinned in requirements-dev.lock and requirements-torch.lock, the
+# rwth-i6 projects at their pinned commits (RETURNN with its git submodules), i6_rc_jobs installed editable.
+# Idempotent: it only does what is missing, so a second run takes seconds.
 # ./setup.sh --returnn-range also makes, for each returnn-range/<name>.txt, a Python of its own with that file's
 # PyPI pins (.venv-returnn-<name>: the TensorFlow of that RETURNN's time) and RETURNN at the commit it names
 # (.deps/src/returnn-<name>): the older RETURNNs the tests train written configs with (./test.sh asks for them);
@@ -53,12 +53,19 @@ make_venv() {
   fi
   "$venv/bin/python" -c 'import sys; sys.exit(sys.version_info[:2] != (3, 11))' ||
     die "$venv is not Python 3.11: remove it and run ./setup.sh again"
-  local stamp=$venv/.i6_rc_jobs-requirements.sha256 file want
+  install_pins "$venv" "$requirements" requirements
+}
+
+# The exact pins of the requirements file $2 in the venv $1; a stamp of the file ($venv/.i6_rc_jobs-$3.sha256) makes
+# a second run skip pip. Further arguments go to pip (--no-deps).
+install_pins() {
+  local venv=$1 requirements=$2 stamp=$1/.i6_rc_jobs-$3.sha256 file want
+  shift 3
   file=$(basename "$requirements")
   want=$(sha256sum "$requirements" | cut -d' ' -f1)
   if [ "$(cat "$stamp" 2>/dev/null)" != "$want" ]; then
     say "installing $file into $venv (takes a few minutes the first time)"
-    "$venv/bin/pip" install --disable-pip-version-check -r "$requirements" >"$log" 2>&1 ||
+    "$venv/bin/pip" install --disable-pip-version-check "$@" -r "$requirements" >"$log" 2>&1 ||
       die "pip install -r $file failed: check access to PyPI (pip config list), then run ./setup.sh again"
     echo "$want" >"$stamp"
     changed=1
@@ -116,8 +123,10 @@ submodules() {
   done < <(git -C "$dir" config -f .gitmodules --get-regexp '^submodule\..*\.path$' || true)
 }
 
-# 1. and 2. The virtual environment with the PyPI packages, exactly as pinned.
+# 1. and 2. The virtual environment with the PyPI packages, exactly as pinned; then torch (CPU use of the CUDA
+#    build) without the packages it needs only on a GPU (requirements-torch.lock says which and why).
 make_venv "$venv" "$root/requirements-dev.lock"
+install_pins "$venv" "$root/requirements-torch.lock" torch --no-deps
 
 # 3. The rwth-i6 projects from their real URLs, at the commits of rwth-i6.lock, with their git submodules; a
 #    checkout at another commit or with modified tracked files is repaired.

@@ -16,6 +16,7 @@ __version__ = "0.6.0"
 
 _EXPORTS = {
     "ReturnnCommonSerializer": "i6_rc_jobs.serializer",
+    "ReturnnConfigSerializer": "i6_rc_jobs.config_serializer",
     "SerializationError": "i6_rc_jobs.serialization.errors",
     "DimRef": "i6_rc_jobs.serialization.refs",
     "CreateConfigJob": "i6_rc_jobs.jobs.create_config",

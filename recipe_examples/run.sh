@@ -12,6 +12,7 @@ set -euo pipefail
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 root=$(dirname "$here")
 outputs=(task12ax/returnn.config task12ax/checkpoint task12ax/learning_rates)
+outputs+=(task12ax_rf/returnn.config task12ax_rf/check_report task12ax_rf/checkpoint task12ax_rf/learning_rates)
 
 "$root/setup.sh"
 

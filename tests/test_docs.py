@@ -43,6 +43,8 @@ TOPICS = {
     "the command line": ("docs/reference/cli.md", "Command line"),
     "building models out of the manager": ("docs/guide/builds.md", "Builds out of the manager"),
     "hash model code by content": ("docs/guide/code-hash.md", "Hash model code by content"),
+    "PyTorch and RETURNN-frontend configs": ("docs/guide/rf-torch.md", "RETURNN-frontend and PyTorch configs"),
+    "moving a ReturnnConfigV2 setup": ("docs/guide/rf-torch.md", "Moving a setup onto it"),
 }
 
 

@@ -172,8 +172,16 @@ def test_functions_and_classes_their_name_does_not_give_back_are_refused_at_cons
         assert _refused(replaced).startswith("network['x']['eval']: a function from __main__ cannot be imported")
     finally:
         replaced.__module__, net_functions.halve = "tests.support.net_functions", replaced
-    for value in (functools.partial(net_functions.double), net_functions.Scale().__init__, numpy.exp):
+    for value in (net_functions.Scale().__init__, numpy.exp):
         assert _refused(value).startswith("network['x']['eval']: ")
+    assert "['eval'].func: the function " in _refused(functools.partial(nested))
+
+
+def test_a_partial_is_written_as_a_call_of_functools_partial():
+    serializer = ReturnnCommonSerializer(
+        network={"x": {"class": "eval", "eval": functools.partial(net_functions.double)}}
+    )
+    assert "from functools import partial" in serializer.get() and '"eval": partial(double)' in serializer.get()
 
 
 @pytest.mark.parametrize(

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import os
 import subprocess
 import sys
@@ -10,6 +11,9 @@ from pathlib import Path
 import pytest
 
 from i6_rc_jobs import ReturnnCommonSerializer
+from i6_rc_jobs.config_serializer import ReturnnConfigSerializer
+from i6_rc_jobs.serialization.config_file import CheckedReturnnConfig, write_config_file
+from tests.support.sisyphus_setup import REPO
 from tests.test_graph_rules import CASES, EXTERN_DATA
 
 pytestmark = pytest.mark.slow  # each runs RETURNN twice in a process of its own
@@ -85,3 +89,35 @@ def test_same_model_compares_staged_networks_stage_by_stage(tmp_path: Path):
         f"same-model: {tmp_path / 'e.config'}: ValueError: get_network has no 'if epoch >= N:', so its stages are "
         "unknown (write it as the serializer does)"
     )
+
+
+def write_torch(path: Path, **change) -> str:
+    """The example's RETURNN-frontend config (PyTorch backend), with ``change`` to its model or train step."""
+    sys.path.insert(0, str(REPO / "recipe_examples" / "recipe"))
+    import task12ax_rf_model
+
+    values = task12ax_rf_model.config_values()
+    values["get_model"] = functools.partial(values["get_model"], **change.pop("model", {}))
+    values.update(change)
+    recipe = os.path.dirname(task12ax_rf_model.__file__)
+    serializer = ReturnnConfigSerializer(values, sys_path=[recipe, str(REPO)])
+    config = CheckedReturnnConfig({"backend": "torch", "behavior_version": 21}, python_prolog=[serializer])
+    write_config_file(config, str(path))
+    return str(path)
+
+
+def test_same_model_compares_torch_configs_by_parameters_and_losses_with_equal_parameters(tmp_path: Path):
+    from tests.support.rf_steps import train_step_smoothed
+
+    a = write_torch(tmp_path / "a.config")
+    b = write_torch(tmp_path / "b.config", model={"num_heads": 4})  # the default, spelled out
+    heads = write_torch(tmp_path / "heads.config", model={"num_heads": 2})
+    smoothed = write_torch(tmp_path / "smoothed.config", train_step=train_step_smoothed)
+    same = run(a, b, cwd=tmp_path)
+    assert (same.returncode, same.stdout) == (0, "same model\n"), same.stderr[-2000:]
+    differ = run(a, heads, cwd=tmp_path)
+    assert differ.returncode == 1, differ.stderr[-2000:]
+    assert "parameter encoder.layers.0.self_att.pos_bias_u: [4, 8] != [2, 16]" in differ.stdout.splitlines()
+    loss = run(a, smoothed, cwd=tmp_path)
+    assert loss.returncode == 1 and loss.stdout.startswith("loss ce on the fixed batch"), loss.stdout
+    assert run(a, smoothed, "--model-only", cwd=tmp_path).stdout == "same model\n"

@@ -84,7 +84,7 @@ def test_without_the_system_blas_a_user_is_told_what_to_install(tmp_path):
 
 
 def test_failing_clone_names_the_url_and_what_to_do(tmp_path):
-    for name in ("setup.sh", "requirements-dev.lock"):
+    for name in ("setup.sh", "requirements-dev.lock", "requirements-torch.lock"):
         shutil.copy(REPO / name, tmp_path / name)
     os.symlink(REPO / ".venv", tmp_path / ".venv")  # ready, so the step gets to the clones (and stops there)
     bogus = "https://github.invalid/rwth-i6/no-such-repo"

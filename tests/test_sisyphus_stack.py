@@ -1,6 +1,7 @@
 """The pinned Sisyphus stack end to end: the real `sis manager` with a LocalEngine, and recipe_examples/run.sh."""
 
 import ast
+import json
 import math
 import os
 import shutil
@@ -177,10 +178,25 @@ def test_run_sh_task12ax_end_to_end(tmp_path):
     first, last = epochs[1]["error"], epochs[max(epochs)]["error"]
     assert last["dev_score"] < first["dev_score"] and last["dev_error"] < first["dev_error"], epochs
 
+    # Beside it, the RETURNN-frontend model with the PyTorch backend: its config (values with their dims, get_model a
+    # partial), checked by training one step (the check's report has the parameters), trained 2 epochs: it learns.
+    rf_out = setup / "output" / "task12ax_rf"
+    rf_config = {}
+    exec(compile((rf_out / "returnn.config").read_text(), "returnn.config", "exec"), rf_config)
+    assert rf_config["backend"] == "torch" and rf_config["get_model"].keywords["model_dim"].dimension == 32
+    assert rf_config["extern_data"]["classes"]["dims"][1] is rf_config["extern_data"]["data"]["dims"][1]
+    report = json.loads((rf_out / "check_report").read_text())
+    assert report["num_parameters"] == 17730 and report["parameters"]["output.weight"] == [32, 2]
+    assert (rf_out / "checkpoint").resolve().name == "epoch.002.pt"
+    rf_epochs = _parse_learning_rates((rf_out / "learning_rates").read_text())
+    assert sorted(rf_epochs) == [1, 2], rf_epochs
+    rf_first, rf_last = rf_epochs[1]["error"], rf_epochs[2]["error"]
+    assert rf_last["dev_loss_ce"] < rf_first["dev_loss_ce"] and rf_last["dev_loss_fer"] < rf_first["dev_loss_fer"]
+
     # A second run: nothing to do, nothing touched in work/, quick.
     work = setup / "work"
     jobs_before, files_before = _job_dirs(work), _snapshot(work)
-    assert len(jobs_before) == 2, jobs_before  # CreateConfigJob, ReturnnTrainingJob
+    assert len(jobs_before) == 4, jobs_before  # CreateConfigJob, ReturnnTrainingJob, each for both models
     proc2, second_secs = _run([run_sh, str(setup)], cwd=tmp_path, timeout=300)
     assert proc2.returncode == 0, _tail(proc2)
     assert _job_dirs(work) == jobs_before
@@ -204,3 +220,6 @@ def test_run_sh_task12ax_end_to_end(tmp_path):
     ]
     assert "i6_rc_jobs.builds.client" in imported and "task12ax_model" in imported, _tail(manager)
     assert not [name for name in imported if "tensorflow" in name or "returnn_common" in name], _tail(manager)
+    # The PyTorch model's module is imported (RETURNN's frontend, no backend), torch is not.
+    assert "task12ax_rf_model" in imported, _tail(manager)
+    assert not [name for name in imported if name == "torch" or name.startswith("torch.")], _tail(manager)

@@ -4,7 +4,9 @@ network (each stage of staged networks) is built with TensorFlow, and their TF v
 their names) and reported losses (score keys and values) are compared. Prints ``same model`` or one line per
 difference; a config that cannot be read or built is said in one line, after what RETURNN printed (kept back
 otherwise). Needs RETURNN and TensorFlow: run it with the Python of your setup, from the setup directory (RETURNN is
-taken from ``tools/returnn`` if it is not installed)."""
+taken from ``tools/returnn`` if it is not installed). Configs with ``backend = "torch"`` are compared by building their
+models with RETURNN's torch engine instead (needs torch): parameter names and shapes, and the losses ``train_step``
+marks on one fixed batch with parameters set by their names."""
 
 from __future__ import annotations
 
@@ -52,21 +54,29 @@ def main(argv: list[str]) -> int:
         return Exit.UNUSABLE
     from ..returnn_check import output_kept, say_stale_locks
     from ..semantics import differences, fingerprints
+    from ..torch_semantics import is_torch_config, torch_fingerprint
 
     say_stale_locks()
-    prints = []
+    prints: list = []
+    torch: list[bool] = []
     try:
         with output_kept():  # RETURNN prints every layer it builds, and its DEPRECATION warnings: shown on failure
             for path in args.configs:
                 try:
                     with open(path) as file:
                         code = file.read()
-                    prints.append(fingerprints(code))
+                    torch.append(is_torch_config(code))
+                    prints.append(torch_fingerprint(code) if torch[-1] else fingerprints(code))
                 except Exception as e:  # a file that is no config, a net RETURNN refuses: one line, which and why
                     raise _Unreadable(path, e) from e
     except _Unreadable as unreadable:
         print(f"same-model: {unreadable}", file=sys.stderr)
         return Exit.UNUSABLE
-    found = differences(prints[0], prints[1], losses=not args.model_only)
+    if torch[0] != torch[1]:
+        found = [f"backend: {'torch' if torch[0] else 'TensorFlow'} != {'torch' if torch[1] else 'TensorFlow'}"]
+    elif torch[0]:
+        found = prints[0].differences(prints[1], losses=not args.model_only)
+    else:
+        found = differences(prints[0], prints[1], losses=not args.model_only)
     print("\n".join(found) if found else "same model")
     return Exit.DIFFERENT if found else Exit.SAME

@@ -12,6 +12,7 @@ from i6_core.returnn.config import CodeWrapper
 from sisyphus.delayed_ops import DelayedBase
 from sisyphus.hash import sis_hash_helper
 
+from ..serialization.callables import PartialRef
 from ..serialization.errors import SerializationError, describe
 from ..serialization.numpy_values import numpy_of
 from ..serialization.refs import DimRef, MarkedRef, derived_shape, literal_code
@@ -142,6 +143,11 @@ class Canonicalizer:
             return Tagged(self._items(value))
         if is_namedtuple(value):
             return Tagged((f"{cls.__module__}.{cls.__qualname__}", *self._items(value)))
+        if cls is PartialRef:
+            func, args, keywords = self._items(value)
+            return Tagged(("functools.partial", func, args, keywords))
+        if hasattr(value, "_sis_hash") and not isinstance(value, DelayedBase):
+            return Token(f"own-hash {value._sis_hash().hex()}")  # a code hash (Sisyphus hashes functions by name)
         if isinstance(value, CodeWrapper):
             return code_token(value)
         if isinstance(value, DelayedBase):

@@ -14,17 +14,18 @@ from .graph import Graph
 from .graph_rules import GRAPH_FORMAT_VERSION
 
 if TYPE_CHECKING:
+    from ..serialization.serialized_code import SerializedCode
     from ..serialization.serialized_net import SerializedNet
 
 FORMAT_VERSION = 1
 
 
-def _is_hashed(serializer: SerializedNet, name: str) -> bool:
+def _is_hashed(serializer: SerializedCode, name: str) -> bool:
     return name.partition("[")[0] not in serializer.unhashed
 
 
 def split_sections(
-    serializer: SerializedNet, graphs: Optional[dict[str, Graph]] = None
+    serializer: SerializedCode, graphs: Optional[dict[str, Graph]] = None
 ) -> tuple[list[tuple[str, Any]], list[tuple[str, Any]]]:
     """The parts that count for the hash, and the others; with ``hash_scheme="graph"``, each network as its graph
     (``graphs``, if the caller made them already with :func:`layer_graphs`)."""
@@ -58,14 +59,15 @@ def canonical_form(
     return canonicalizer, form
 
 
-def serializer_sis_hash(serializer: SerializedNet) -> bytes:
-    """Bytes for Sisyphus to splice into the hash of whatever holds the serializer (e.g. a ReturnnConfig)."""
+def serializer_sis_hash(serializer: SerializedCode, label: str = "ReturnnCommonSerializer") -> bytes:
+    """Bytes for Sisyphus to splice into the hash of whatever holds the serializer (e.g. a ReturnnConfig); ``label``
+    says what kind of serializer it is."""
     if serializer.hash_value is not None:
-        return b"(ReturnnCommonSerializer, explicit, " + sis_hash_helper(serializer.hash_value) + b")"
+        return f"({label}, explicit, ".encode() + sis_hash_helper(serializer.hash_value) + b")"
     text, _, _ = canonical(*split_sections(serializer))
     if serializer.unhashed:
         text = f"unhashed {sorted(serializer.unhashed)!r} {text}"
     digest = hashlib.sha256(text.encode("utf-8")).hexdigest()
     if serializer.hash_scheme == "graph":
-        return f"(ReturnnCommonSerializer, graph v{GRAPH_FORMAT_VERSION}, {digest})".encode()
-    return f"(ReturnnCommonSerializer, v{FORMAT_VERSION}, {digest})".encode()
+        return f"({label}, graph v{GRAPH_FORMAT_VERSION}, {digest})".encode()
+    return f"({label}, v{FORMAT_VERSION}, {digest})".encode()

@@ -11,15 +11,17 @@ from i6_core.returnn.config import ReturnnConfig
 from sisyphus import Job, Task, tk
 from sisyphus import global_settings as gs
 
-from .. import returnn_check
-from ..serialization.config_file import check_config, serializers_in, write_config_file
+from .. import returnn_check, torch_check
+from ..serialization.config_file import backend_of, check_config, serializers_in, write_config_file
 
 
 class CreateConfigJob(Job):
     """Writes ``out_config`` (first line ``#!rnn.py``) in a mini task that needs neither returnn_common nor
     TensorFlow, so that a broken config fails here and not after a cluster queue wait. With ``check=True`` a second
     task loads the written file with RETURNN and constructs the network of every stage, with the RETURNN and the
-    Python the setup trains with (as i6_core's RETURNN jobs take them), in a process of its own."""
+    Python the setup trains with (as i6_core's RETURNN jobs take them), in a process of its own; for a config with
+    ``backend = "torch"`` it builds the model and trains it one step on a batch of the train dataset on CPU instead
+    (:mod:`i6_rc_jobs.torch_check`), and writes the parameters' names, shapes and count to ``out_check_report``."""
 
     __sis_hash_exclude__ = {"check": False, "returnn_root": None, "returnn_python_exe": None}
 
@@ -47,6 +49,8 @@ class CreateConfigJob(Job):
         self.returnn_root = returnn_root
         self.returnn_python_exe = returnn_python_exe
         self.out_config = self.output_path("returnn.config")
+        if check and backend_of(returnn_config) == "torch":
+            self.out_check_report = self.output_path("check_report.json")
 
     def tasks(self):
         yield Task("run", mini_task=True)
@@ -63,7 +67,12 @@ class CreateConfigJob(Job):
         env = dict(os.environ)
         if root is not None:  # before the Python's own paths, as rnn.py of that checkout would import it
             env["PYTHONPATH"] = os.pathsep.join([os.fspath(root), *filter(None, [env.get("PYTHONPATH")])])
-        command = [os.fspath(python), returnn_check.__file__, self.out_config.get_path(), "--epochs", *map(str, epochs)]
+        if backend_of(self.returnn_config) == "torch":
+            report = ["--report", self.out_check_report.get_path()]
+            command = [os.fspath(python), torch_check.__file__, self.out_config.get_path(), *report]
+        else:
+            command = [os.fspath(python), returnn_check.__file__, self.out_config.get_path(), "--epochs"]
+            command += map(str, epochs)
         done = subprocess.run(command, env=env, stderr=subprocess.PIPE, text=True)
         sys.stderr.write(done.stderr)
         if done.returncode != 0:

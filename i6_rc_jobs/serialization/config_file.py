@@ -12,26 +12,38 @@ from ..atomic_file import write_atomically
 from .errors import SerializationError, describe
 from .pycode import BUILTINS_CALLED
 from .refs import DimRef, MarkedRef
-from .serialized_net import SerializedNet
+from .serialized_code import SerializedCode
 from .values import LEAF_TYPES, is_raw_dim, key_step
 
 
-def serializers_in(returnn_config: ReturnnConfig) -> Iterator[SerializedNet]:
+def serializers_in(returnn_config: ReturnnConfig) -> Iterator[SerializedCode]:
     """The serializers in the config's python_prolog and python_epilog, which may nest them in lists and dicts."""
     yield from _serializers(returnn_config.python_prolog)
     yield from _serializers(returnn_config.python_epilog)
 
 
-def _serializers(item: Any) -> Iterator[SerializedNet]:
+def _serializers(item: Any) -> Iterator[SerializedCode]:
     stack: list[Any] = [item]
     while stack:
         item = stack.pop()
-        if isinstance(item, SerializedNet):
+        if isinstance(item, SerializedCode):
             yield item
         elif isinstance(item, (list, tuple)):
             stack.extend(reversed(item))
         elif isinstance(item, dict):
             stack.extend(reversed(list(item.values())))
+
+
+def backend_of(returnn_config: ReturnnConfig) -> Optional[str]:
+    """The ``backend`` the config sets: in its config or post_config, or as a value of a serializer in its prolog."""
+    for values in (returnn_config.config, returnn_config.post_config):
+        if "backend" in values:
+            return values["backend"]
+    for serializer in _serializers(returnn_config.python_prolog):
+        backend = dict(serializer.sections()).get("backend")
+        if backend is not None:
+            return backend
+    return None
 
 
 def config_code(returnn_config: ReturnnConfig) -> str:
@@ -128,7 +140,7 @@ def _check_values(values: dict[str, Any], root: str, names: set[str], dims: dict
         value, path = stack.pop()
         if type(value) in LEAF_TYPES:
             continue
-        if isinstance(value, SerializedNet):
+        if isinstance(value, SerializedCode):
             raise SerializationError(
                 f"{value!r} as a config value is written as a string: put it into python_prolog"
             ).at(path)
@@ -219,7 +231,7 @@ class CheckedReturnnConfig(ReturnnConfig):
                     kwargs[f"{part}_hash"] = _map_leaves(
                         code,
                         lambda x: (
-                            x if isinstance(x, SerializedNet) else unparse_python(x, allow_delayed_objects=False)
+                            x if isinstance(x, SerializedCode) else unparse_python(x, allow_delayed_objects=False)
                         ),
                     )
         super().__init__(config, *args, hash_full_python_code=hash_full_python_code, **kwargs)

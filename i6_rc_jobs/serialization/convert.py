@@ -6,14 +6,18 @@ in an order that does not depend on how the dicts were filled."""
 from __future__ import annotations
 
 import copy
+import functools
+from types import ModuleType
 from typing import Any, Callable, Iterable
 
 from i6_core.returnn.config import CodeWrapper
 from returnn.tensor import Dim
 from returnn.tensor.marked_dim import MarkedDim
 
+from .callables import ModuleRef, PartialRef, partial_parts
 from .capture import DimCapture
 from .errors import SerializationError
+from .i6_core_objects import i6_core_object_value
 from .numpy_values import numpy_of
 from .refs import DimRef, MarkedRef
 from .values import (
@@ -27,6 +31,7 @@ from .values import (
     check_namedtuple,
     is_namedtuple,
     key_step,
+    partial_steps,
     step_repr,
     walk_guarded,
 )
@@ -103,6 +108,24 @@ def _convert(value: Any, capture: DimCapture, depth: int) -> Any:
         if depth >= NEAR_MAX_BRACKETS:  # written as a call: one bracket more than the raw MarkedDim counted
             check_brackets(marked, depth)
         return marked
+    if isinstance(value, functools.partial) or cls is PartialRef:
+        parts = value if cls is PartialRef else PartialRef(*partial_parts(value))
+        converted = []
+        for step, item in partial_steps(parts):
+            try:
+                converted.append(_convert(item, capture, inner))
+            except SerializationError as e:
+                e.at(step)
+                raise
+        func, *rest = converted
+        return PartialRef(
+            func, tuple(rest[: len(parts.args)]), dict(zip(sorted(parts.keywords), rest[len(parts.args) :]))
+        )
+    if isinstance(value, ModuleType):
+        return ModuleRef.of(value)
+    i6_core_value = i6_core_object_value(value)
+    if i6_core_value is not None:
+        return _convert(i6_core_value, capture, depth)
     check_leaf(value)
     if isinstance(value, CodeWrapper) or numpy_of(value) is not None:  # its own copy: the caller's could be changed
         return copy.copy(value)  # behind the hash (a numpy array in place)

@@ -12,6 +12,7 @@ from typing import Any, Callable, Iterable, NamedTuple, Optional
 from i6_core.returnn.config import CodeWrapper
 from sisyphus.delayed_ops import DelayedBase
 
+from .callables import PartialRef
 from .errors import SerializationError, describe
 from .numpy_values import check_numpy, little_endian, numpy_of, readable, stored_bytes
 from .refs import DIM_SUFFIX, MARKERS, DimRef, MarkedRef
@@ -23,6 +24,7 @@ from .values import (
     imported_source,
     is_namedtuple,
     key_step,
+    partial_steps,
     sisyphus_values,
     walk_guarded,
     wrapper_code,
@@ -61,8 +63,10 @@ class CodeWriter:
     Sisyphus value for its value (they may not be computed yet in the manager) and writes ``...`` for it instead:
     for the names the code binds, which the checks of a job being made need, not for the code."""
 
-    def __init__(self, resolve_delayed: bool = True):
+    def __init__(self, resolve_delayed: bool = True, reserved: frozenset[str] = frozenset()):
+        """:param reserved: names the code binds itself (config keys), which no import may take"""
         self.resolve_delayed = resolve_delayed
+        self.reserved = reserved
         self.dims: dict[str, DimRef] = {}
         self.markers: set[str] = set()
         self.imported: dict[tuple[str, str], str] = {}  # (module, top-level name) -> local name
@@ -113,6 +117,8 @@ class CodeWriter:
             return f"complex({self._value(value.real, indent)}, {self._value(value.imag, indent)})"
         if is_namedtuple(value):
             return self._namedtuple(value, indent)
+        if cls is PartialRef:
+            return self._partial(value, indent)
         if not self.resolve_delayed and isinstance(getattr(value, "code", value), DelayedBase):
             return "..."  # a CodeWrapper of a Sisyphus value, or one itself
         if isinstance(value, CodeWrapper):
@@ -210,7 +216,7 @@ class CodeWriter:
         if local is None:  # imported as another name if it would rebind a dim's, an import's or the dicts' name
             taken = set(self.imported.values())
             local = top
-            while local in taken or local in NOT_FOR_CLASSES or local.endswith(DIM_SUFFIX):
+            while local in taken or local in NOT_FOR_CLASSES or local in self.reserved or local.endswith(DIM_SUFFIX):
                 local += "_"
             self.imported[(module, top)] = local
         return f"{local}{'.' if rest else ''}{rest}"
@@ -227,6 +233,19 @@ class CodeWriter:
                 e.at(f".{field}")
                 raise
         return _layout(codes, indent, f"{name}(", ")")
+
+    def _partial(self, value: PartialRef, indent: str) -> str:
+        """``partial(func, *args, **keywords)``, keywords sorted (as :func:`partial_steps` lists them)."""
+        inner = indent + INDENT
+        prefixes = [""] * (1 + len(value.args)) + [f"{key}=" for key in sorted(value.keywords)]
+        codes = []
+        for prefix, (step, item) in zip(prefixes, partial_steps(value)):
+            try:
+                codes.append(prefix + self._value(item, inner))
+            except SerializationError as e:
+                e.at(step)
+                raise
+        return _layout(codes, indent, f"{self._imported('functools', 'partial')}(", ")")
 
     def _numpy(self, value: Any, numpy: ModuleType, indent: str) -> str:
         """A numpy array or scalar, read back with its type, dtype (little-endian), shape and content: as

@@ -4,19 +4,15 @@ how it is shared between jobs, and its code. Its hash is :mod:`i6_rc_jobs.hashin
 
 from __future__ import annotations
 
-import copy
 import importlib
 from types import ModuleType
-from typing import Any, Callable, Iterable, Optional
+from typing import Any, Iterable, Optional
 
-from sisyphus.delayed_ops import DelayedBase
-
-from .copying import copy_tree
 from .errors import SerializationError, describe
 from .prolog import dim_lines
 from .pycode import INDENT, CodeWriter
-from .refs import DimRef
-from .values import check_tree, sisyphus_values
+from .serialized_code import SerializedCode
+from .values import check_tree
 
 #: The parts a serializer holds, in the order they are written and hashed.
 PARTS = ("extern_data", "network", "staged_networks")
@@ -66,19 +62,14 @@ def _check_parts(data: dict[str, Any]) -> None:
                 raise SerializationError(f"{describe(net)} is not a dict").at(f"staged_networks[{epoch}]")
 
 
-class SerializedNet(DelayedBase):
+class SerializedNet(SerializedCode):
     """Sits in an i6_core ``ReturnnConfig`` (``python_prolog=[...]`` or ``python_epilog=[...]``) and writes
     ``extern_data`` and ``network`` (or ``get_network`` for staged networks) with the code defining their dims.
 
     On construction every RETURNN ``Dim`` is replaced, in copies, by a :class:`DimRef`; afterwards this is plain
     data: it pickles and writes without RETURNN, returnn_common or TensorFlow, and ``.extern_data``, ``.network``
-    and ``.staged_networks`` are ordinary dicts you may still edit (with DimRefs taken from them).
-
-    Until one of them is read (the serializer is *closed*), nobody but the serializer holds its dicts, so they
-    cannot change: the hash and the Sisyphus values in them are computed once, and copies (Sisyphus deep-copies
-    every job's arguments) share the dicts. Reading one *opens* the serializer: a copy sharing the dicts first
-    takes its own, and everything is computed afresh each time, since the reader may edit the dicts any time,
-    until :meth:`close`. (A deep copy of an open serializer is closed.)
+    and ``.staged_networks`` are ordinary dicts you may still edit (with DimRefs taken from them). Reading one opens
+    the serializer (see :class:`SerializedCode` for the sharing between jobs).
     """
 
     def __init__(
@@ -137,12 +128,6 @@ class SerializedNet(DelayedBase):
         }
         self._reset_sharing()
 
-    def _reset_sharing(self) -> None:
-        """Closed, the dicts its own, nothing computed yet."""
-        self._open = False
-        self._shared = False  # True: another closed serializer may hold the same dicts
-        self._computed: dict[tuple, Any] = {}  # valid while closed; shared with the serializers sharing the dicts
-
     @classmethod
     def from_returnn_common(cls, root_module, **options: Any) -> SerializedNet:
         """From the current returnn_common root name context: its extern_data and the net dict of ``root_module``
@@ -169,72 +154,6 @@ class SerializedNet(DelayedBase):
     network = _part("network")
     staged_networks = _part("staged_networks")
 
-    def _opened(self) -> dict[str, Any]:
-        """The dicts, for a caller who may keep and edit them: the serializer is open from now on."""
-        if not self._open:
-            if self._shared:
-                self._data = copy_tree(self._data, {})
-            self._open, self._shared, self._computed = True, False, {}
-        return self._data
-
-    def close(self) -> None:
-        """Done editing: the serializer takes a copy of its dicts as its own and is closed again, so that the jobs
-        made from it from now on share them and the hash. Dicts read from it before are no longer its own (read
-        them again to edit more, which opens it again)."""
-        if self._open:
-            self._data = copy_tree(self._data, {})
-            self._reset_sharing()
-
-    def _once(self, key: tuple, compute: Callable[[], Any]) -> Any:
-        """``compute()``, remembered under ``key`` while the serializer is closed."""
-        if self._open:
-            return compute()
-        if key not in self._computed:
-            self._computed[key] = compute()
-        return self._computed[key]
-
-    def __copy__(self) -> SerializedNet:
-        twin = object.__new__(type(self))
-        twin.__dict__.update(self.__dict__)
-        if not self._open:
-            self._shared = twin._shared = True
-        return twin
-
-    def __deepcopy__(self, memo: dict) -> SerializedNet:
-        """Sisyphus deep-copies every job's arguments: a closed serializer's copy shares its dicts and what was
-        computed from them (O(1), no memory); an open one's dicts are copied (see :mod:`.copying`), and the copy is
-        closed."""
-        if self._open:
-            twin = object.__new__(type(self))
-            memo[id(self)] = twin
-            twin._data = copy_tree(self._data, memo)
-            twin._reset_sharing()
-        else:
-            twin = copy.copy(self)
-            memo[id(self)] = twin
-        twin.hash_value = copy.deepcopy(self.hash_value, memo)
-        twin.unhashed = copy.deepcopy(self.unhashed, memo)
-        twin.hash_scheme = self.hash_scheme
-        twin.min_behavior_version = self.min_behavior_version
-        return twin
-
-    def __getstate__(self) -> dict[str, Any]:
-        state = {"data": self._data, "hash_value": self.hash_value, "unhashed": self.unhashed}
-        if self._open:  # pickled with dicts read from it, the copy shares them with the copies of those: open, too
-            state["open"] = True
-        if self.hash_scheme != "dict":  # pickles of the default scheme stay as they were
-            state["hash_scheme"] = self.hash_scheme
-        if self.min_behavior_version is not None:
-            state["min_behavior_version"] = self.min_behavior_version
-        return state
-
-    def __setstate__(self, state: dict[str, Any]) -> None:
-        self._data, self.hash_value, self.unhashed = state["data"], state["hash_value"], state["unhashed"]
-        self._reset_sharing()
-        self._open = state.get("open", False)
-        self.hash_scheme = state.get("hash_scheme", "dict")
-        self.min_behavior_version = state.get("min_behavior_version")
-
     def sections(self) -> list[tuple[str, Any]]:
         """The dicts, in the order they are hashed: extern_data, then the network or the stages by epoch. For
         reading only (the serializer stays closed): edit through the attributes."""
@@ -247,58 +166,11 @@ class SerializedNet(DelayedBase):
         """The epochs at which a network stage starts; ``[1]`` for a single network."""
         return sorted(self._data["staged_networks"] or [1])
 
-    def is_set(self) -> bool:
-        return True
-
-    def __sis_state__(self) -> dict[str, Any]:
-        """What Sisyphus looks into to find a job's inputs (``tools.extract_paths``, twice for every new job): the
-        Sisyphus values (paths, variables, delayed ops) in the dicts, instead of the whole dicts. (The hash is
-        ``_sis_hash``, the subclass's.)"""
-        values = self._once(("sisyphus_values",), lambda: sisyphus_values(self.sections()))
-        return {"sisyphus_values": values, "hash_value": self.hash_value}
-
-    def get(self) -> str:
-        """The complete code: imports, the dim prolog, ``extern_data = ...``, then ``network`` or ``get_network``."""
-        return self._code(*self._render())
-
-    @property
-    def dim_prolog(self) -> str:
-        """The code that defines the dims the dicts use now (imports included)."""
-        writer, dims, _ = self._render()
-        return self._code(writer, dims, [])
-
-    def dim_names(self) -> list[str]:
-        """The variable names the written code defines or imports for dims."""
-        writer, _, _ = self._render()
-        return list(writer.dims)
-
-    def code_and_names(self) -> tuple[str, dict[str, Optional[str]], dict[str, DimRef]]:
-        """``get()`` and every name it binds, from one rendering: the names it defines (dims, ``extern_data``,
-        ``network`` or ``get_network``) map to None, the names it imports to what they are (``module.name``). What
-        must not clash with the keys of the config around it, nor with another serializer's names. Third, the dims
-        it names, by name: what a DimRef in the config's values, written as its name, refers to."""
-        writer, dims, parts = self._render()
-        names, named_dims = self._names(writer)
-        return self._code(writer, dims, parts), names, named_dims
-
-    def _names(self, writer: CodeWriter) -> tuple[dict[str, Optional[str]], dict[str, DimRef]]:
-        names: dict[str, Optional[str]] = dict(writer.imports())
-        names.update((name, None) for name, ref in writer.dims.items() if ref.global_name is None)
-        names.update((name, None) for name in ("extern_data", "network") if self._data[name] is not None)
-        if self._data["staged_networks"] is not None:
-            names["get_network"] = None
-        return names, dict(writer.dims)
-
-    def names_and_dims(self) -> tuple[dict[str, Optional[str]], dict[str, DimRef]]:
-        """The names and dims of :meth:`code_and_names`, without the code, remembered while closed: what the checks
-        of a config made in the manager need, once for all the jobs that share the serializer. Sisyphus values are not
-        asked for their values, which may not be computed yet. The dims are copies: an edit of one cannot change the
-        dicts of a closed serializer behind its remembered hash."""
-        names, dims = self._once(("names_and_dims",), lambda: self._names(self._render(resolve_delayed=False)[0]))
-        return dict(names), copy_tree(dims, {})
+    def _defined_names(self) -> Iterable[str]:
+        names = [name for name in ("extern_data", "network") if self._data[name] is not None]
+        return names + (["get_network"] if self._data["staged_networks"] is not None else [])
 
     def _render(self, resolve_delayed: bool = True) -> tuple[CodeWriter, list[str], list[str]]:
-        """Writes the dicts, then the lines of the dims they name: (writer, dim lines, dict code parts)."""
         _check_parts(self._data)
         writer = CodeWriter(resolve_delayed)
         parts = []
@@ -308,10 +180,6 @@ class SerializedNet(DelayedBase):
         if self._data["staged_networks"] is not None:
             parts.append(self._get_network_code(writer))
         return writer, dim_lines(writer, list(writer.dims.values())), parts
-
-    @staticmethod
-    def _code(writer: CodeWriter, dims: list[str], parts: list[str]) -> str:
-        return "\n\n".join(["\n".join(writer.import_lines()), *(["\n".join(dims)] if dims else []), *parts]) + "\n"
 
     def _get_network_code(self, writer: CodeWriter) -> str:
         indent = INDENT * 2

@@ -12,6 +12,7 @@ from typing import Any, Callable, NamedTuple, Optional, TypeGuard
 from i6_core.returnn.config import CodeWrapper
 from sisyphus.delayed_ops import DelayedBase
 
+from .callables import PartialRef
 from .errors import SerializationError, describe
 from .numpy_values import check_numpy, numpy_brackets, numpy_of
 from .refs import MarkedRef
@@ -249,6 +250,13 @@ def _check(value: Any, depth: int) -> None:
             except SerializationError as e:
                 e.at(key_step(key))
                 raise
+    elif cls is PartialRef:
+        for step, item in partial_steps(value):
+            try:
+                _check(item, depth + 1)
+            except SerializationError as e:
+                e.at(step)
+                raise
     elif cls is list or cls is tuple or cls is set or cls is frozenset or is_namedtuple(value):
         if is_namedtuple(value):
             check_namedtuple(value)
@@ -260,6 +268,15 @@ def _check(value: Any, depth: int) -> None:
                 raise
     else:
         check_leaf(value)
+
+
+def partial_steps(value: PartialRef) -> list[tuple[str, Any]]:
+    """The parts of a partial with the path step that names each in errors: ``.func``, ``.args[0]``,
+    ``.keywords['out_dim']``."""
+    steps: list[tuple[str, Any]] = [(".func", value.func)]
+    steps.extend((f".args[{i}]", item) for i, item in enumerate(value.args))
+    steps.extend((f".keywords{key_step(key)}", item) for key, item in sorted(value.keywords.items()))
+    return steps
 
 
 def sisyphus_values(value: Any) -> list[DelayedBase]:

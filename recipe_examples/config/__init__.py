@@ -2,6 +2,7 @@
 
 
 def main():
-    from . import task12ax
+    from . import task12ax, task12ax_rf
 
     task12ax.run()
+    task12ax_rf.run()

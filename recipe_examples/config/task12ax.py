@@ -49,19 +49,20 @@ def returnn_config() -> CheckedReturnnConfig:
     return CheckedReturnnConfig(config, python_prolog=[build(conformer_model)], black_formatting=False)
 
 
-def run():
+def check_and_train(config: CheckedReturnnConfig, name: str, num_epochs: int):
+    """CreateConfigJob (checked by RETURNN) and ReturnnTrainingJob on CPU for ``config``, the training waiting for the
+    check; registers ``<name>/returnn.config`` and ``<name>/learning_rates``. Returns both jobs."""
     root = repo_root()
     # hash_overwrite: the job hashes do not depend on where the checkout is; the versions are pinned anyway.
     returnn_root = tk.Path(os.path.join(root, ".deps", "src", "returnn"), hash_overwrite="RETURNN_ROOT")
     returnn_python_exe = tk.Path(os.path.join(root, ".venv", "bin", "python"), hash_overwrite="RETURNN_PYTHON_EXE")
 
-    config = returnn_config()
     checked = CreateConfigJob(config, check=True)
-    tk.register_output("task12ax/returnn.config", checked.out_config)
+    tk.register_output(f"{name}/returnn.config", checked.out_config)
 
     train_job = ReturnnTrainingJob(
         config,
-        num_epochs=NUM_EPOCHS,
+        num_epochs=num_epochs,
         device="cpu",
         cpu_rqmt=1,
         mem_rqmt=4,
@@ -72,6 +73,11 @@ def run():
     # The training starts once the check is done, and not at all if it fails: an input that Sisyphus does not hash
     # (it hashes a job's arguments), so the training's hash is the one it has without it.
     train_job.add_input(checked.out_config)
-    train_job.add_alias("task12ax/train")
+    train_job.add_alias(f"{name}/train")
+    tk.register_output(f"{name}/learning_rates", train_job.out_learning_rates)
+    return checked, train_job
+
+
+def run():
+    _, train_job = check_and_train(returnn_config(), "task12ax", NUM_EPOCHS)
     tk.register_output("task12ax/checkpoint", train_job.out_checkpoints[NUM_EPOCHS].index_path)
-    tk.register_output("task12ax/learning_rates", train_job.out_learning_rates)

@@ -13,7 +13,7 @@ from typing import Callable
 from i6_core.returnn.config import ReturnnConfig
 from sisyphus.hash import short_hash
 
-from i6_rc_jobs import ReturnnCommonSerializer
+from i6_rc_jobs import ReturnnCommonSerializer, ReturnnConfigSerializer
 from i6_rc_jobs.hashing.graph_rules import GRAPH_FORMAT_VERSION
 from i6_rc_jobs.hashing.sis_hash import FORMAT_VERSION
 from tests.support.cases import CASES
@@ -21,6 +21,8 @@ from tests.support.cases import CASES
 GOLDEN = pathlib.Path(__file__).resolve().parent.parent / "golden"
 HASHES = GOLDEN / "hashes.json"
 GRAPH_HASHES = GOLDEN / "graph_hashes.json"
+#: ReturnnConfigSerializer's cases (PyTorch / RETURNN-frontend configs): their hashes, their code in <name>.config.
+CONFIG_HASHES = GOLDEN / "config_hashes.json"
 
 
 def rc_cases() -> dict[str, Callable[[], ReturnnCommonSerializer]]:
@@ -54,6 +56,22 @@ def current_graph_hashes() -> dict:
     return {"graph_format_version": GRAPH_FORMAT_VERSION, "hashes": hashes}
 
 
+def config_cases() -> dict[str, Callable[[], ReturnnConfigSerializer]]:
+    from tests.support.config_cases import rf_config_values
+
+    return {"rf_config": lambda: ReturnnConfigSerializer(rf_config_values())}
+
+
+def current_config_hashes() -> dict:
+    """Per config case: the serializer's own bytes and the short hash of a ReturnnConfig holding it."""
+    hashes = {}
+    for name, make in sorted(config_cases().items()):
+        serializer = make()
+        config = ReturnnConfig({"backend": "torch"}, python_prolog=[serializer])
+        hashes[name] = {"serializer": serializer._sis_hash().decode(), "returnn_config": short_hash(config)}
+    return {"format_version": FORMAT_VERSION, "hashes": hashes}
+
+
 def code_file(name: str) -> pathlib.Path:
     return GOLDEN / f"{name}.config"
 
@@ -61,7 +79,8 @@ def code_file(name: str) -> pathlib.Path:
 def update() -> None:
     HASHES.write_text(json.dumps(current_hashes(), indent=2, sort_keys=True) + "\n")
     GRAPH_HASHES.write_text(json.dumps(current_graph_hashes(), indent=2, sort_keys=True) + "\n")
-    for name, make in CASES.items():
+    CONFIG_HASHES.write_text(json.dumps(current_config_hashes(), indent=2, sort_keys=True) + "\n")
+    for name, make in {**CASES, **config_cases()}.items():
         code_file(name).write_text(make().get())
 
 

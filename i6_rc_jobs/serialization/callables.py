@@ -1,0 +1,90 @@
+"""Plain-data stand-ins for what a RETURNN-frontend or PyTorch config holds besides dims and plain values:
+``functools.partial`` objects (``get_model = partial(Model, out_dim=...)``) and modules. Functions and classes stay
+as they are (the config imports them by module and qualified name, :func:`.values.import_source`)."""
+
+from __future__ import annotations
+
+import functools
+import sys
+from types import ModuleType
+from typing import Any
+
+from i6_core.returnn.config import CodeWrapper
+
+from .errors import SerializationError, describe
+
+
+class PartialRef(tuple):
+    """A ``functools.partial`` as (func, args, keywords), its args and keywords converted like any value (dims in
+    them become DimRefs). A tuple, so that every walk over values (dims, strings, Sisyphus values, copies) looks into
+    it; the written code calls ``functools.partial`` again."""
+
+    __slots__ = ()
+
+    def __new__(cls, func: Any, args: tuple, keywords: dict[str, Any]) -> PartialRef:
+        if type(args) is not tuple or type(keywords) is not dict:
+            raise SerializationError(f"a partial's args must be a tuple and its keywords a dict, not {describe(args)}")
+        bad = [key for key in keywords if type(key) is not str or not key.isidentifier()]
+        if bad:
+            raise SerializationError(f"partial keywords {bad!r} are no identifiers: the written call cannot pass them")
+        return super().__new__(cls, (func, args, keywords))
+
+    def __getnewargs__(self) -> tuple:  # pickled and copied by its three parts
+        return tuple(self)
+
+    @property
+    def func(self) -> Any:
+        return self[0]
+
+    @property
+    def args(self) -> tuple:
+        return self[1]
+
+    @property
+    def keywords(self) -> dict[str, Any]:
+        return self[2]
+
+    def __repr__(self) -> str:
+        return f"PartialRef({self.func!r}, *{self.args!r}, **{self.keywords!r})"
+
+
+def partial_parts(value: functools.partial) -> tuple[Any, tuple, dict[str, Any]]:
+    """(func, args, keywords) of a partial, refusing what the written call would not give back: a subclass of
+    ``functools.partial`` and a partial with instance attributes (``__dict__``)."""
+    if type(value) is not functools.partial:
+        raise SerializationError(
+            f"{describe(value)} is a subclass of functools.partial, which the config would write as a plain partial: "
+            f"use functools.partial itself"
+        )
+    if value.__dict__:
+        raise SerializationError(f"{describe(value)} has attributes {sorted(value.__dict__)}, which are not written")
+    return value.func, value.args, dict(value.keywords)
+
+
+class ModuleRef(CodeWrapper):
+    """A module, by name: written as an import of that name, hashed by it (as functions and classes are)."""
+
+    def __init__(self, name: str):
+        if type(name) is not str or not all(part.isidentifier() for part in name.split(".")):
+            raise SerializationError(f"module name {describe(name)} is no dotted identifier")
+        super().__init__(f'__import__("importlib").import_module("{name}")')
+        self.name = name
+
+    @classmethod
+    def of(cls, module: ModuleType) -> ModuleRef:
+        """The ref of a module the config can import by its name (it is in ``sys.modules`` under it)."""
+        name = getattr(module, "__name__", None)
+        if not isinstance(name, str) or sys.modules.get(name) is not module or name == "__main__":
+            raise SerializationError(
+                f"the module {describe(module)} cannot be imported by its name: use a module imported by name"
+            )
+        return cls(name)
+
+    def __reduce__(self):
+        return (ModuleRef, (self.name,))
+
+    def __eq__(self, other: object) -> bool:
+        return type(other) is ModuleRef and other.name == self.name
+
+    def __hash__(self) -> int:
+        return hash((ModuleRef, self.name))
