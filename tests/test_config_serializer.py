@@ -9,6 +9,7 @@ import os
 import pickle
 import subprocess
 import sys
+from typing import Any
 
 import pytest
 from hypothesis import given, settings
@@ -60,10 +61,16 @@ def test_pickled_it_writes_and_hashes_alike():
     assert loaded.get() == serializer.get() and loaded._sis_hash() == serializer._sis_hash()
 
 
+def make_model(**kwargs: Any) -> dict:
+    """A get_model of Python code (a builtin such as dict could read any description: it would hash them all)."""
+    return kwargs
+
+
 def _values(sizes: list[int], names: list[str], swap: bool = False) -> dict:
     dims = [Dim(size, name=name) for size, name in zip(sizes, names)]
     first, second = (dims[1], dims[0]) if swap else (dims[0], dims[1])
-    return {"extern_data": {"x": {"dims": [batch_dim, *dims]}}, "get_model": functools.partial(dict, a=first, b=second)}
+    model = functools.partial(make_model, a=first, b=second)
+    return {"extern_data": {"x": {"dims": [batch_dim, *dims]}}, "get_model": model}
 
 
 _sizes = st.lists(st.integers(1, 50), min_size=2, max_size=4)

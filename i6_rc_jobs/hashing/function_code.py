@@ -14,10 +14,12 @@ _CODE_TYPES = (types.FunctionType, type)
 
 
 def function_texts(value: Any) -> Optional[list[str]]:
-    """The texts of a function or class (``value``) its code can read names by: its source, the str constants of its
-    code (nested functions' too), its default arguments and closure, and the module globals it names (their strings,
-    and the functions and classes of its own module among them, searched alike); None if the source of any of these
-    cannot be had (a builtin, a function made by ``exec``): such code may read anything. Modules, other objects and
+    """The texts of a function or class (``value``) its code can read names by: the str constants of its code (nested
+    functions' too), its default arguments and closure, and the module globals it names (their strings, and the
+    functions and classes of its own module among them, searched alike); None if the source of any of these cannot be
+    had (a builtin, a function made by ``exec``): such code may read anything. Not its identifiers: the config imports
+    it, so its code runs in its own module's namespace and names the config's variables (dims among them) only by
+    strings. Modules, other objects and
     the code of other modules (libraries, which read what the searched code hands them) are not searched."""
     module = getattr(value, "__module__", None)
     texts: list[str] = []
@@ -36,7 +38,7 @@ def function_texts(value: Any) -> Optional[list[str]]:
         if _made_by_namedtuple(item):  # its code is collections' template, which reads no names
             continue
         try:
-            texts.append(inspect.getsource(item))
+            inspect.getsource(item)  # only code whose source is had is known to read no more than its strings
         except (OSError, TypeError):  # no file or no line for it: C code, exec, the interactive prompt
             return None
         if isinstance(item, type):
