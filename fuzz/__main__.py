@@ -1,0 +1,37 @@
+"""``.venv/bin/python -m fuzz``: the command line of the differential hash fuzzer (see :mod:`fuzz`)."""
+
+from __future__ import annotations
+
+import os
+
+os.environ.setdefault("CUDA_VISIBLE_DEVICES", "")
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
+
+import argparse  # noqa: E402
+import pathlib  # noqa: E402
+import sys  # noqa: E402
+from typing import Optional  # noqa: E402
+
+import fuzz  # noqa: E402
+
+from .runner import recheck, run  # noqa: E402
+
+
+def main(argv: Optional[list[str]] = None) -> int:
+    parser = argparse.ArgumentParser(description=fuzz.__doc__.split("\n\n")[0])
+    parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument("--pairs", type=int, default=200)
+    parser.add_argument("--processes", type=int, default=2)
+    parser.add_argument("--per-base", type=int, default=8)
+    parser.add_argument("--build-moved", action="store_true", help="also build variants whose hashes both moved")
+    parser.add_argument("--findings", type=pathlib.Path, help="write each new kind of counterexample here")
+    parser.add_argument("--recheck", type=pathlib.Path, help="only re-check the findings written to this folder")
+    args = parser.parse_args(argv)
+    if args.recheck is not None:
+        return 1 if recheck(args.recheck) else 0
+    report = run(args.seed, args.pairs, args.processes, args.per_base, args.build_moved, args.findings)
+    return 1 if report.counterexamples else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,306 @@
+"""Running the fuzzer: base nets and their pairs (in worker processes), the report, findings written as found."""
+
+from __future__ import annotations
+
+import multiprocessing
+import os
+import pathlib
+import random
+import re
+import sys
+import time
+from dataclasses import dataclass, field
+from typing import Any, Optional
+
+from .dims import DIM_NAMES, _all_dims
+from .judge import Judge, hashes, serializer
+from .rewrites import KINDS, make_base, make_variant
+from .shrinker import counterexample_holds, reproducer, shrink
+
+
+@dataclass
+class Pair:
+    kind: str  # a rule name, a dict rewrite or an edit
+    base: Any
+    variant: Any
+    staged: bool
+    kept: dict = field(default_factory=dict)  # scheme -> hashes equal
+    status: str = "ok"  # "ok", "variant invalid", "refused"
+    differences: list = field(default_factory=list)  # what RETURNN finds, when built
+    counterexamples: dict = field(default_factory=dict)  # scheme -> (shrunk base, shrunk variant, differences)
+    same_model: Optional[bool] = None
+
+
+def run_base(args: tuple[int, int, int, bool]) -> tuple[int, Optional[str], list[Pair], int]:
+    """One base net and its pairs (in a worker)."""
+    seed, index, per_base, build_moved = args
+    judge = _JUDGE
+    base, staged = make_base(seed, index)
+    base_hashes = hashes(base, staged)
+    if any(type(h) is str for h in base_hashes.values()):
+        return index, "refused: " + next(h for h in base_hashes.values() if type(h) is str), [], judge.builds
+    base_code = serializer(base, "dict", staged).get()
+    built_base = judge.build(base_code, base, staged)
+    if built_base.error is not None:
+        return index, "invalid: " + built_base.error, [], judge.builds
+    rng = random.Random(f"{seed}:{index}:pairs")
+    pairs = []
+    kinds = rng.sample(KINDS, len(KINDS)) * 2  # each kind that applies gets its chance
+    for kind in kinds:
+        if len(pairs) >= per_base:
+            break
+        variant = make_variant(base, staged, kind, rng)
+        if variant is None:
+            continue
+        pair = Pair(kind, base, variant, staged)
+        pairs.append(pair)
+        variant_hashes = hashes(variant, staged)
+        crash = next((h for h in variant_hashes.values() if type(h) is str and h.startswith("crash:")), None)
+        if crash is not None:
+            pair.status = "refused"
+            text = reproducer("dict", kind, base, variant, staged, [crash], crash=True)
+            pair.counterexamples["serializer"] = (_signature("serializer", kind, [crash]), text)
+            continue
+        if any(type(h) is str for h in variant_hashes.values()):
+            pair.status = "refused"
+            continue
+        pair.kept = {s: base_hashes[s] == variant_hashes[s] for s in base_hashes}
+        if not any(pair.kept.values()) and not build_moved:
+            continue
+        code = serializer(variant, "dict", staged).get()
+        built = judge.build(code, variant, staged)
+        if built.error is not None:
+            pair.status = "variant invalid"
+            continue
+        pair.differences = judge.differences(built_base, built, staged, loaded=False)
+        loaded_differs = built_base.loaded != built.loaded
+        pair.same_model = not pair.differences
+        for scheme, kept in pair.kept.items():
+            if kept and (pair.differences or (scheme == "dict" and loaded_differs)):
+                found = pair.differences or ["the written configs load as other dicts or dims"]
+                signature = _signature(scheme, kind, found)
+                a, b, lines = (
+                    (base, variant, found)
+                    if signature in judge.shrunk
+                    else shrink(judge, scheme, base, variant, staged)
+                )
+                judge.shrunk.add(signature)  # one of a kind is shrunk per process: shrinking costs builds
+                pair.counterexamples[scheme] = (signature, reproducer(scheme, kind, a, b, staged, lines))
+    for pair in pairs:  # the dicts hold this process's dims: the reproducers are the text
+        pair.base = pair.variant = None
+    return index, None, pairs, judge.builds
+
+
+_JUDGE: Judge
+
+
+def _init_worker(own_process: bool = True) -> None:
+    global _JUDGE
+    import logging
+
+    logging.getLogger("tensorflow").setLevel(logging.ERROR)
+    _JUDGE = Judge()
+    if not own_process:  # in the caller's process: its TensorFlow settings stay as they are
+        return
+    import tensorflow as tf
+
+    # Sessions of small graphs: one thread each (the processes are the parallelism), no graph rewriting (it costs
+    # more than these graphs run; both nets of a pair are run alike).
+    tf.config.threading.set_intra_op_parallelism_threads(1)
+    tf.config.threading.set_inter_op_parallelism_threads(1)
+    tf.config.optimizer.set_experimental_options({"disable_meta_optimizer": True})
+
+
+def _signature(scheme: str, kind: str, lines: list[str]) -> str:
+    first = re.sub(r"\b(of|param) \S+", r"\1", lines[0]) if lines else "?"  # which variable: not the kind
+    words = re.sub(r"[^a-z]+", "-", re.sub(r"'[^']*'|\[[^\]]*\]|\d+(\.\d+)?", "", first.lower())).strip("-")
+    words = "-".join(words.split("-")[:5])
+    return f"{scheme}-{kind}-{words}"
+
+
+@dataclass
+class Report:
+    table: dict = field(default_factory=dict)  # (scheme, kind) -> counter dict
+    bases: int = 0
+    invalid_bases: list = field(default_factory=list)
+    pairs: int = 0
+    counterexamples: list = field(default_factory=list)  # (signature, scheme, kind, text)
+    builds: int = 0
+    seconds: float = 0.0
+
+
+def run(
+    seed: int = 1,
+    pairs: int = 200,
+    processes: int = 2,
+    per_base: int = 8,
+    build_moved: bool = False,
+    findings: Optional[pathlib.Path] = None,
+    out=sys.stdout,
+) -> Report:
+    report = Report()
+    start = time.time()
+    bases = -(-pairs // per_base)
+    index = 0
+    builds_by_worker: dict[int, int] = {}
+    context = multiprocessing.get_context("spawn" if processes > 1 else "fork")
+    seen: set[str] = set()
+
+    def handle(result: tuple[int, Optional[str], list[Pair], int], worker: int) -> None:
+        idx, problem, found, builds = result
+        builds_by_worker[worker] = builds
+        report.bases += 1
+        if report.bases % 10 == 0:
+            print(
+                f"[{time.time() - start:.0f} s] {report.pairs} pairs, {len(report.counterexamples)} counterexamples",
+                file=sys.stderr,
+                flush=True,
+            )
+        if problem is not None:
+            report.invalid_bases.append((idx, problem))
+            return
+        for pair in found:
+            if report.pairs >= pairs:
+                break
+            report.pairs += 1
+            if "serializer" in pair.counterexamples:
+                sig, text = pair.counterexamples["serializer"]
+                report.counterexamples.append((sig, "serializer", pair.kind, text))
+                if sig not in seen:
+                    seen.add(sig)
+                    print(f"\nCRASH {sig}\n{text}\n", file=out, flush=True)
+                    if findings is not None:
+                        _write_finding(findings, sig, text)
+            for scheme in ("dict", "graph"):
+                row = report.table.setdefault(
+                    (scheme, pair.kind),
+                    {
+                        "pairs": 0,
+                        "kept": 0,
+                        "moved": 0,
+                        "refused": 0,
+                        "invalid": 0,
+                        "kept, RETURNN same": 0,
+                        "moved, RETURNN same": 0,
+                        "counterexamples": 0,
+                        "exercised": 0,
+                    },
+                )
+                row["pairs"] += 1
+                if pair.status == "refused":
+                    row["refused"] += 1
+                    continue
+                if pair.status == "variant invalid":
+                    row["invalid"] += 1
+                    continue
+                kept = pair.kept[scheme]
+                row["kept" if kept else "moved"] += 1
+                if pair.same_model:
+                    row["kept, RETURNN same" if kept else "moved, RETURNN same"] += 1
+                if scheme == "graph" and kept and not pair.kept["dict"]:
+                    row["exercised"] += 1
+                if scheme in pair.counterexamples:
+                    row["counterexamples"] += 1
+                    sig, text = pair.counterexamples[scheme]
+                    report.counterexamples.append((sig, scheme, pair.kind, text))
+                    if sig not in seen:
+                        seen.add(sig)
+                        print(f"\nCOUNTEREXAMPLE {sig}\n{text}\n", file=out, flush=True)
+                        if findings is not None:
+                            _write_finding(findings, sig, text)
+
+    if processes <= 1:
+        _init_worker(own_process=False)
+        while report.pairs < pairs and index < bases * 3:
+            handle(run_base((seed, index, per_base, build_moved)), 0)
+            index += 1
+    else:
+        try:
+            with context.Pool(processes, initializer=_init_worker) as pool:
+                while report.pairs < pairs and index < bases * 3:
+                    more = max(bases - report.bases, processes)
+                    batch = [(seed, i, per_base, build_moved) for i in range(index, index + more)]
+                    index += len(batch)
+                    for result in pool.imap_unordered(_run_base_tagged, batch):
+                        handle(result[1:], result[0])
+                        if report.pairs >= pairs:
+                            break
+        except KeyboardInterrupt:  # the report of the pairs done so far
+            print("\ninterrupted", file=out)
+    report.builds = sum(builds_by_worker.values())
+    report.seconds = time.time() - start
+    print_report(report, out)
+    return report
+
+
+def _run_base_tagged(args):
+    return (os.getpid(),) + run_base(args)
+
+
+def _write_finding(folder: pathlib.Path, sig: str, text: str) -> None:
+    folder.mkdir(parents=True, exist_ok=True)
+    scheme, _, name = sig.partition("-")
+    path = folder / f"{scheme}-{name[:80]}.md"
+    if path.exists():
+        return
+    tmp = path.with_suffix(".tmp")
+    tmp.write_text(f"# {sig}\n\nFound by `bench/hash_fuzz.py`.\n\n```python\n{text}\n```\n")
+    tmp.rename(path)
+
+
+def print_report(report: Report, out) -> None:
+    print(
+        f"\n{report.pairs} pairs from {report.bases} base nets ({len(report.invalid_bases)} base nets discarded: "
+        f"RETURNN or the serializer rejects them), {report.builds} RETURNN builds, {report.seconds:.0f} s",
+        file=out,
+    )
+    columns = [
+        "pairs",
+        "kept",
+        "moved",
+        "kept, RETURNN same",
+        "moved, RETURNN same",
+        "invalid",
+        "refused",
+        "counterexamples",
+    ]
+    for scheme in ("graph", "dict"):
+        print(f"\n{scheme} scheme\n", file=out)
+        print("| pair kind | " + " | ".join(columns) + (" | exercised |" if scheme == "graph" else " |"), file=out)
+        print("|---" * (len(columns) + 1 + (scheme == "graph")) + "|", file=out)
+        for kind in KINDS:
+            row = report.table.get((scheme, kind))
+            if row is None:
+                continue
+            cells = [str(row[c]) for c in columns] + ([str(row["exercised"])] if scheme == "graph" else [])
+            print(f"| {kind} | " + " | ".join(cells) + " |", file=out)
+    total = {s: sum(r["counterexamples"] for (sc, _), r in report.table.items() if sc == s) for s in ("graph", "dict")}
+    print(
+        f"\ncounterexamples: graph {total['graph']}, dict {total['dict']} "
+        f"({len({c[0] for c in report.counterexamples})} kinds)",
+        file=out,
+    )
+    reasons: dict[str, int] = {}
+    for _, problem in report.invalid_bases:
+        reasons[problem[:90]] = reasons.get(problem[:90], 0) + 1
+    for reason, count in sorted(reasons.items(), key=lambda x: -x[1])[:10]:
+        print(f"  discarded base nets: {count} x {reason}", file=out)
+
+
+def recheck(folder: pathlib.Path, out=sys.stdout) -> int:
+    """Re-checks each finding written to ``folder`` (its two net dicts) with the hashing code imported now: prints
+    whether it still holds; returns how many do."""
+    _init_worker(own_process=False)
+    names = {name: d for d in _all_dims() for i, name in DIM_NAMES.items() if i == id(d)}
+    holding = 0
+    for path in sorted(folder.glob("*.md")):
+        text = path.read_text()
+        found = [re.search(rf"^{side} = (\{{.*?^\}})$", text, re.M | re.S) for side in "ab"]
+        if not all(found):
+            continue
+        a, b = (eval(f.group(1), dict(names)) for f in found)  # the snippet this module wrote
+        scheme = "dict" if path.name.startswith("dict-") else "graph"
+        lines = counterexample_holds(_JUDGE, scheme, a, b, "staged_networks=" in text)
+        holding += lines is not None
+        print(f"{path.name}: {'still holds: ' + lines[0] if lines else 'fixed'}", file=out, flush=True)
+    return holding
