@@ -14,6 +14,7 @@ from typing import Optional  # noqa: E402
 
 import fuzz  # noqa: E402
 
+from .rc_corpus import SMALL, collect  # noqa: E402
 from .runner import recheck, run  # noqa: E402
 
 
@@ -26,10 +27,30 @@ def main(argv: Optional[list[str]] = None) -> int:
     parser.add_argument("--build-moved", action="store_true", help="also build variants whose hashes both moved")
     parser.add_argument("--findings", type=pathlib.Path, help="write each new kind of counterexample here")
     parser.add_argument("--recheck", type=pathlib.Path, help="only re-check the findings written to this folder")
+    parser.add_argument(
+        "--rc-corpus",
+        type=pathlib.Path,
+        help="returnn_common's test models as a second source of base nets: this corpus file, collected first "
+        "(a few minutes: returnn_common's tests run) if it does not exist",
+    )
+    parser.add_argument("--rc-tests", nargs="+", default=list(SMALL), help="returnn_common's test files to collect")
+    parser.add_argument("--rc-share", type=float, default=0.25, help="the share of base nets taken from the corpus")
     args = parser.parse_args(argv)
     if args.recheck is not None:
         return 1 if recheck(args.recheck) else 0
-    report = run(args.seed, args.pairs, args.processes, args.per_base, args.build_moved, args.findings)
+    if args.rc_corpus is not None and not args.rc_corpus.exists():
+        print(f"collecting {args.rc_corpus} from {args.rc_tests}", file=sys.stderr, flush=True)
+        collect(args.rc_corpus, tuple(args.rc_tests))
+    report = run(
+        args.seed,
+        args.pairs,
+        args.processes,
+        args.per_base,
+        args.build_moved,
+        args.findings,
+        rc_corpus=args.rc_corpus,
+        rc_share=args.rc_share,
+    )
     return 1 if report.counterexamples else 0
 
 

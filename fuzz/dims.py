@@ -3,7 +3,10 @@ loads them), the prolog that defines them in a reproducer, and net dicts written
 
 from __future__ import annotations
 
+import types
 from typing import Any
+
+from i6_core.returnn.config import CodeWrapper
 
 from returnn.tensor import Dim, batch_dim
 
@@ -65,6 +68,8 @@ EXTERN_DATA = {
 DIM_PROLOG = "\n".join(
     [
         "from returnn.tensor import Dim, batch_dim",
+        "from i6_core.returnn.config import CodeWrapper",
+        "import fuzz.code_options",
         'TIME = Dim(None, name="time", kind=Dim.Types.Spatial)',
         'IN = Dim(5, name="in", kind=Dim.Types.Feature)',
         'CLASSES = Dim(3, name="classes", kind=Dim.Types.Feature)',
@@ -115,4 +120,8 @@ def py(value: Any, indent: int = 0) -> str:
         return "(" + ", ".join(py(v, indent) for v in value) + ("," if len(value) == 1 else "") + ")"
     if type(value) is set:
         return "{" + ", ".join(sorted(py(v, indent) for v in value)) + "}"
+    if type(value) is CodeWrapper:
+        return f"CodeWrapper({value.code!r})"
+    if isinstance(value, types.FunctionType):
+        return f"{value.__module__}.{value.__qualname__}"
     return repr(value)

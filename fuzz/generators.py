@@ -290,7 +290,7 @@ def g_loop(g: NetGen, src: str) -> Optional[str]:
     """A rec layer with a dict unit over time, with prev: references."""
     r = g.rng
     feat = g.infos[src].feature
-    template = r.randrange(7)
+    template = r.randrange(9)
     acc, lin = g.name("acc"), g.name("lin")
     if template == 0:
         unit = {
@@ -311,7 +311,7 @@ def g_loop(g: NetGen, src: str) -> Optional[str]:
             "output": {"class": "combine", "kind": "add", "from": [acc, f"prev:{acc}"]},
         }
         if r.random() < 0.5:
-            unit[acc]["initial_output"] = r.choice((0.0, 1.0, "zeros"))
+            unit[acc]["initial_output"] = r.choice((0.0, 1.0, "zeros", "var"))
     elif template == 4:  # prev: of a copy, which has its own initial output
         out = feat
         alias = g.name("alias")
@@ -340,6 +340,24 @@ def g_loop(g: NetGen, src: str) -> Optional[str]:
         }
         if r.random() < 0.6:
             unit[lin]["initial_state"] = r.choice((0, 0.0, "zeros", 1, "ones", "var"))
+    elif template == 7:  # two parametrized layers read through prev: (RETURNN builds them in name order)
+        out = feat
+        other = g.name("lin")
+        unit = {
+            lin: {"class": "linear", "from": ["data:source", f"prev:{other}"], "out_dim": feat},
+            other: {"class": "linear", "from": f"prev:{lin}", "out_dim": feat, "activation": "tanh"},
+            "output": {"class": "combine", "kind": "add", "from": [lin, other]},
+        }
+        if r.random() < 0.5:
+            unit[other]["initial_output"] = r.choice(("var", "zeros"))
+    elif template == 8:  # a variable in the body, without param_name (its name is the layer's)
+        out = feat
+        var = g.name("var")
+        unit = {
+            var: {"class": "variable", "shape": [feat], "init": r.choice(("glorot_uniform", 0.5))},
+            acc: {"class": "combine", "kind": "mul", "from": ["data:source", var]},
+            "output": {"class": "combine", "kind": "add", "from": [acc, "prev:output"]},
+        }
     else:
         out = feat
         var = g.add("var", {"class": "variable", "shape": [feat], "init": 0.5}, Info((feat,), batch=False))
@@ -629,6 +647,167 @@ def g_as_is_loss(g: NetGen, src: str) -> Optional[str]:
     return g.add("asis", {"class": "copy", "from": src, "loss": "as_is"}, g.infos[src])
 
 
+# Generators of the constructs below were added after a review found pairs of them that hash alike and run
+# differently: what a net can hold beyond plain layers with plain values.
+
+
+@picks(frames)
+def g_masked_computation(g: NetGen, src: str) -> Optional[str]:
+    """A masked_computation as returnn_common's ``nn.boolean_mask`` writes it: its unit one layer dict, no ``from``."""
+    new = g.fresh_spatial()
+    if new is None:
+        return None
+    feat = g.infos[src].feature
+    red = g.add("red", {"class": "reduce", "mode": "sum", "axis": feat, "from": src}, Info((TIME,)))
+    zero = g.add("const", {"class": "constant", "value": 0.0}, Info((), batch=False))
+    cmp = g.add("cmp", {"class": "compare", "from": [red, zero], "kind": "greater"}, Info((TIME,), dtype="bool"))
+    unit: dict[str, Any] = g.rng.choice(
+        (
+            {"class": "copy", "from": src},
+            {"class": "activation", "activation": "tanh", "from": src},
+            {"class": "linear", "from": src, "out_dim": feat},
+        )
+    )
+    desc = {"class": "masked_computation", "mask": cmp, "in_spatial_dim": TIME, "out_spatial_dim": new, "unit": unit}
+    masked = g.add("masked", desc, Info((new, feat)))
+    return g.add("red", {"class": "reduce", "mode": "max", "axis": new, "from": masked}, Info((feat,)))
+
+
+def g_loop_note(g: NetGen) -> Optional[str]:
+    """A loop whose unit holds a ``"#..."`` note entry (RETURNN skips such keys in a net dict)."""
+    name = g_loop(g)
+    loops = [n for n, d in g.net.items() if d["class"] == "rec" and type(d.get("unit")) is dict]
+    if name is None or not loops:
+        return None
+    unit = g.net[loops[-1]]["unit"]
+    layer = next(n for n in unit if n != "output")
+    unit[g.rng.choice(("#note", "#comment", "#layer"))] = g.rng.choice(
+        ({"class": "copy", "from": layer}, {"from": layer, "info": 1}, {"class": "copy", "from": "prev:output"})
+    )
+    return name
+
+
+@picks(lambda i: i.dtype == "float32" and i.batch)
+def g_eval_wrapper(g: NetGen, a: str) -> Optional[str]:
+    """Eval code as a CodeWrapper (written as it is), naming a layer."""
+    from i6_core.returnn.config import CodeWrapper
+
+    other = g.pick(lambda i: i == g.infos[a], False)
+    code = f"source(0) + source(1) * self.network.get_layer({other!r}).output.placeholder"
+    return g.add("ev", {"class": "eval", "from": [a, other], "eval": CodeWrapper(repr(code))}, g.infos[a])
+
+
+@picks(lambda i: i.dtype == "float32" and i.batch)
+def g_eval_function(g: NetGen, a: str) -> Optional[str]:
+    """A Python function as eval (imported by the config) that reads a layer by a fixed name."""
+    from . import code_options
+
+    if code_options.KEYED in g.net:
+        return None
+    other = g.pick(lambda i: i == g.infos[a], False)
+    g.net[code_options.KEYED] = {"class": "copy", "from": other}
+    g.infos[code_options.KEYED] = g.infos[other]
+    function = g.rng.choice((code_options.plus_keyed, code_options.times_keyed))
+    return g.add("ev", {"class": "eval", "from": [a, code_options.KEYED], "eval": function}, g.infos[a])
+
+
+@picks(lambda i: frames(i) and i.feature is not CLASSES)
+def g_default_target(g: NetGen, src: str) -> Optional[str]:
+    """A loss without ``target`` (RETURNN's default, "classes") while a layer named ``classes`` exists."""
+    if "classes" not in g.net:
+        g.net["classes"] = g.rng.choice(
+            (
+                {"class": "copy", "from": "data:classes"},
+                {"class": "eval", "from": "data:classes", "eval": "tf.zeros_like(source(0))"},
+            )
+        )
+    desc: dict[str, Any] = {"class": "softmax", "from": src, "out_dim": CLASSES, "loss": "ce"}
+    return g.add("sm", desc, Info((TIME, CLASSES)))
+
+
+def g_subnetwork_no_from(g: NetGen) -> Optional[str]:
+    """A subnetwork without ``from``: it reads extern data, its ``data`` (RETURNN wants ``from`` in every other
+    layer)."""
+    if g.depth >= 2:
+        return None
+    r = g.rng
+    sub = NetGen(r, g.counter, g.spatial, g.depth + 1)
+    sub.infos["data"] = Info((TIME, IN))
+    for _ in range(r.randint(1, 3)):
+        r.choice((g_linear, g_activation, g_eval, g_copy, g_layer_norm))(sub)
+    last = list(sub.infos)[-1]
+    sub.net["output"] = {"class": "copy", "from": last}
+    return g.add("sub", {"class": "subnetwork", "subnetwork": sub.net}, sub.infos[last])
+
+
+@picks(frames)
+def g_described_axis(g: NetGen, src: str) -> Optional[str]:
+    """Axis strings that read a description RETURNN makes from a layer's name: ``"stag:<layer>:window"`` of a window
+    without window_dim, ``"stag:<layer>:range"`` of a range layer."""
+    info = g.infos[src]
+    if g.rng.random() < 0.5:
+        win = g.name("win")
+        g.net[win] = {"class": "window", "from": src, "window_size": 3, "axis": TIME}
+        g.infos[win] = info
+        desc = {"class": "reduce", "mode": g.rng.choice(("max", "mean")), "axis": f"stag:{win}:window", "from": win}
+        return g.add("red", desc, info)
+    rng_layer = g.name("range")
+    g.net[rng_layer] = {"class": "range", "limit": g.rng.choice((3, 4)), "dtype": "float32"}
+    g.infos[rng_layer] = Info((), batch=False)
+    red = g.add(
+        "red", {"class": "reduce", "mode": "sum", "axis": f"stag:{rng_layer}:range", "from": rng_layer}, Info((), False)
+    )
+    return g.add("comb", {"class": "combine", "kind": "mul", "from": [src, red]}, info)
+
+
+@picks(frames)
+def g_axis_in_code(g: NetGen, src: str) -> Optional[str]:
+    """Eval code with an axis string inside it (not at its start), read by RETURNN when the code runs."""
+    info = g.infos[src]
+    axis = g.rng.choice(("stag:time", "T", "F", "dim:3" if WINDOW in info.dims else "t"))
+    code = (
+        "source(0) + tf.reduce_mean(source(0), "
+        f"axis=source(0, as_data=True).get_axis_from_description({axis!r}), keepdims=True)"
+    )
+    return g.add("ev", {"class": "eval", "from": src, "eval": code}, info)
+
+
+@picks(frames)
+def g_broadcast_out_shape(g: NetGen, src: str) -> Optional[str]:
+    """A combine of sources none of which has all dims, which ``out_shape`` allows (broadcasting all sources)."""
+    feat = g.infos[src].feature
+    red = g.add("red", {"class": "reduce", "mode": "mean", "axis": feat, "from": src}, Info((TIME,)))
+    var = g.add("var", {"class": "variable", "shape": [feat], "init": "glorot_uniform"}, Info((feat,), batch=False))
+    desc = {
+        "class": "combine",
+        "kind": g.rng.choice(("add", "mul")),
+        "from": [red, var],
+        "out_shape": {batch_dim, TIME, feat},
+    }
+    return g.add("comb", desc, Info((TIME, feat)))
+
+
+@picks(lambda i: i.batch and i.dtype == "float32" and i.dims)
+def g_huge_constant(g: NetGen, user: str) -> Optional[str]:
+    """An int constant too large for float32 to hold exactly, with a float dtype."""
+    value = g.rng.choice((2**24 + 1, 2**53 + 1, 10**40, -(2**31) - 1))
+    const = g.add("const", {"class": "constant", "value": value, "dtype": "float32"}, Info((), batch=False))
+    scaled = g.add("ev", {"class": "eval", "from": const, "eval": "source(0) * 1e-30"}, Info((), batch=False))
+    return g.add("comb", {"class": "combine", "kind": "add", "from": [user, scaled]}, g.infos[user])
+
+
+@picks(seq_float)
+def g_dim_wrapper(g: NetGen, src: str) -> Optional[str]:
+    """A CodeWrapper naming the variable the written config defines for a dim (``f4_dim``)."""
+    from i6_core.returnn.config import CodeWrapper
+
+    feat = g.infos[src].feature
+    if feat not in set(FEATURES.values()) | {IN}:
+        return None
+    desc = {"class": "linear", "from": src, "out_dim": CodeWrapper(f"{feat.description}_dim")}
+    return g.add("lin", desc, Info((g.infos[src].dims[0], feat)))
+
+
 GENERATORS: dict[str, Callable[[NetGen], Optional[str]]] = {
     fn.__name__[2:]: fn
     for fn in (
@@ -670,23 +849,45 @@ GENERATORS: dict[str, Callable[[NetGen], Optional[str]]] = {
         g_as_is_loss,
     )
 }
+WIDE_GENERATORS: dict[str, Callable[[NetGen], Optional[str]]] = {
+    fn.__name__[2:]: fn
+    for fn in (
+        g_masked_computation,
+        g_loop_note,
+        g_eval_wrapper,
+        g_eval_function,
+        g_default_target,
+        g_subnetwork_no_from,
+        g_described_axis,
+        g_axis_in_code,
+        g_broadcast_out_shape,
+        g_huge_constant,
+        g_dim_wrapper,
+    )
+}
+"""Generators of what a review found the others never make (their kinds are counted in the report)."""
 
 
-def generate(rng: random.Random) -> Net:
-    """A random net dict: 2 to 7 generated layers (or groups of layers) over data and classes, an output and maybe losses."""
+def generate(rng: random.Random) -> tuple[Net, list[str]]:
+    """A random net dict: 2 to 7 generated layers (or groups of layers) over data and classes, an output and maybe
+    losses; and the kinds of the generators that added to it."""
     g = NetGen(rng, [0], list(SPATIAL))
     g.infos["data"] = Info((TIME, IN))
+    kinds = []
+    everything = {**GENERATORS, **WIDE_GENERATORS}
     for _ in range(rng.randint(2, 7)):
-        rng.choice(list(GENERATORS.values()))(g)
+        kind = rng.choice(list(everything))
+        if everything[kind](g) is not None:
+            kinds.append(kind)
     for special, p in ((g_loop, 0.3), (g_mse_loss, 0.25), (g_eval_named, 0.2), (g_eval, 0.3)):
-        if rng.random() < p:  # constructs some rules and edits need, more often
-            special(g)
-    if rng.random() < 0.3:
-        g_softmax(g)
+        if rng.random() < p and special(g) is not None:  # constructs some rules and edits need, more often
+            kinds.append(special.__name__[2:])
+    if rng.random() < 0.3 and g_softmax(g) is not None:
+        kinds.append("softmax")
     final = g.pick(lambda i: i.batch and i.dtype == "float32" and i.dims)
     g.net["output"] = {"class": "copy", "from": final or "data"}
     if rng.random() < 0.15:
         extra = g.pick(lambda i: i.batch and i.dtype == "float32")
         if extra is not None and extra not in (final, "data"):
             g.net[extra]["is_output_layer"] = True
-    return g.net
+    return g.net, kinds

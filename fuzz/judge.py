@@ -15,22 +15,24 @@ from i6_rc_jobs.training_semantics import training_differences, training_fingerp
 from .dims import EXTERN_DATA
 
 
-def serializer(net: Any, scheme: str, staged: bool):
+def serializer(net: Any, scheme: str, staged: bool, extern_data: Optional[dict] = None):
+    """The serializer of a pair's net (over the generated nets' extern data unless given)."""
     from i6_rc_jobs import ReturnnCommonSerializer
 
+    extern_data = EXTERN_DATA if extern_data is None else extern_data
     if staged:
-        return ReturnnCommonSerializer(extern_data=EXTERN_DATA, staged_networks=net, hash_scheme=scheme)
-    return ReturnnCommonSerializer(extern_data=EXTERN_DATA, network=net, hash_scheme=scheme)
+        return ReturnnCommonSerializer(extern_data=extern_data, staged_networks=net, hash_scheme=scheme)
+    return ReturnnCommonSerializer(extern_data=extern_data, network=net, hash_scheme=scheme)
 
 
-def hashes(net: Any, staged: bool) -> dict[str, Any]:
+def hashes(net: Any, staged: bool, extern_data: Optional[dict] = None) -> dict[str, Any]:
     """scheme -> its hash (bytes), or the error text of a net the serializer refuses."""
     from i6_rc_jobs.serialization.errors import SerializationError
 
     result = {}
     for scheme in ("dict", "graph"):
         try:
-            result[scheme] = serializer(net, scheme, staged)._sis_hash()
+            result[scheme] = serializer(net, scheme, staged, extern_data)._sis_hash()
         except SerializationError as exc:  # refused with its path: the pair is discarded
             result[scheme] = f"error: {exc}"
         except Exception as exc:  # a crash: bad input must give a SerializationError with the path

@@ -7,6 +7,7 @@ import re
 from dataclasses import dataclass
 from typing import Any, Callable, Iterator
 
+from i6_core.returnn.config import CodeWrapper
 from returnn.tensor import Dim
 
 from .dims import _all_dims
@@ -19,10 +20,12 @@ def _first(sources: Any) -> Any:
 
 
 def _replace_strings(value: Any, fn: Callable[[str], str]) -> Any:
-    """``value`` with every str in it (in dicts, lists, tuples; dict keys of layers too) replaced by ``fn`` (in
-    place for dicts)."""
+    """``value`` with every str in it (in dicts, lists, tuples; dict keys of layers too; the code of a CodeWrapper)
+    replaced by ``fn`` (in place for dicts)."""
     if type(value) is str:
         return fn(value)
+    if type(value) is CodeWrapper and type(value.code) is str:
+        return CodeWrapper(fn(value.code))
     if type(value) is dict:
         items = list(value.items())
         value.clear()

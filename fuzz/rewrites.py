@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import copy
 import random
-from typing import Any, Callable, Optional
+from dataclasses import dataclass, field
+from typing import Any, Callable, Optional, Sequence
 
 from returnn.tensor import batch_dim
 
-from .dims import COPIES, FEATURES, RENAMED, TIME, TWINS, _all_dims, py
+from .dims import EXTERN_DATA, COPIES, FEATURES, RENAMED, TIME, TWINS, _all_dims, py
 from .generators import ACTIVATIONS, COMBINE_KINDS, EVAL_CODES, generate
 from .nets import (
     KEPT_NAMES,
@@ -521,11 +522,31 @@ def make_variant(base: Any, staged: bool, kind: str, rng: random.Random) -> Opti
 KINDS = list(RULE_REWRITES) + list(DICT_REWRITES) + list(EDITS)
 
 
-def make_base(seed: int, index: int) -> tuple[Any, bool]:
+@dataclass
+class Base:
+    """A base net of pairs: a net dict (or start epoch -> net dict), its extern data, and where it comes from: the
+    kinds of the generators that made it, or the returnn_common test whose model it is."""
+
+    net: Any
+    staged: bool
+    extern_data: dict = field(default_factory=lambda: EXTERN_DATA)
+    kinds: list[str] = field(default_factory=list)
+    source: str = "generated"
+
+
+def make_base(seed: int, index: int, corpus: Sequence[tuple[str, str]] = (), rc_share: float = 0.0) -> Base:
+    """Base net ``index`` of ``seed``: generated, or with probability ``rc_share`` one of the ``corpus`` of
+    returnn_common's test models (:mod:`fuzz.rc_corpus`), renamed at random."""
+    from .rc_corpus import corpus_base
+
     rng = random.Random(f"{seed}:{index}")
-    net = generate(rng)
+    if corpus and rng.random() < rc_share:
+        entry = corpus[rng.randrange(len(corpus))]
+        extern_data, network = corpus_base(entry, rng)
+        return Base(network, False, extern_data, ["returnn_common"], f"returnn_common {entry[0]}")
+    net, kinds = generate(rng)
     if rng.random() < 0.12:  # staged: a second stage with more layers (a generated net grown from the first)
-        second = copy.deepcopy(net, {id(d): d for d in _all_dims()})
+        second = copy.deepcopy(net)
         rng.choice((rw_unreached, ed_add_option, ed_option))(second, rng)
-        return {1: net, rng.choice((3, 5)): second}, True
-    return net, False
+        return Base({1: net, rng.choice((3, 5)): second}, True, kinds=kinds)
+    return Base(net, False, kinds=kinds)

@@ -14,7 +14,11 @@ from typing import Any, Optional
 
 from .dims import DIM_NAMES, _all_dims
 from .judge import Judge, hashes, serializer
+from .rc_corpus import load as rc_corpus_entries
 from .rewrites import KINDS, make_base, make_variant
+from .determinism import differences_between_processes
+from .coverage import options_of, print_coverage
+from .generators import GENERATORS, WIDE_GENERATORS
 from .shrinker import counterexample_holds, reproducer, shrink
 
 
@@ -24,6 +28,9 @@ class Pair:
     base: Any
     variant: Any
     staged: bool
+    source: str = "generated"  # or the returnn_common test whose model the base is
+    generators: tuple = ()  # the kinds of the generators that made the base
+    options: tuple = ((), ())  # (class, option) of the layers of both nets; those that differ between them
     kept: dict = field(default_factory=dict)  # scheme -> hashes equal
     status: str = "ok"  # "ok", "variant invalid", "refused"
     differences: list = field(default_factory=list)  # what RETURNN finds, when built
@@ -31,15 +38,16 @@ class Pair:
     same_model: Optional[bool] = None
 
 
-def run_base(args: tuple[int, int, int, bool]) -> tuple[int, Optional[str], list[Pair], int]:
+def run_base(args: tuple[int, int, int, bool, float]) -> tuple[int, Optional[str], list[Pair], int]:
     """One base net and its pairs (in a worker)."""
-    seed, index, per_base, build_moved = args
+    seed, index, per_base, build_moved, rc_share = args
     judge = _JUDGE
-    base, staged = make_base(seed, index)
-    base_hashes = hashes(base, staged)
+    origin = make_base(seed, index, _CORPUS, rc_share)
+    base, staged, extern = origin.net, origin.staged, (None if origin.source == "generated" else origin.extern_data)
+    base_hashes = hashes(base, staged, extern)
     if any(type(h) is str for h in base_hashes.values()):
         return index, "refused: " + next(h for h in base_hashes.values() if type(h) is str), [], judge.builds
-    base_code = serializer(base, "dict", staged).get()
+    base_code = serializer(base, "dict", staged, extern).get()
     built_base = judge.build(base_code, base, staged)
     if built_base.error is not None:
         return index, "invalid: " + built_base.error, [], judge.builds
@@ -52,9 +60,10 @@ def run_base(args: tuple[int, int, int, bool]) -> tuple[int, Optional[str], list
         variant = make_variant(base, staged, kind, rng)
         if variant is None:
             continue
-        pair = Pair(kind, base, variant, staged)
+        pair = Pair(kind, base, variant, staged, origin.source, tuple(sorted(set(origin.kinds))))
+        pair.options = options_of(base, variant, staged)
         pairs.append(pair)
-        variant_hashes = hashes(variant, staged)
+        variant_hashes = hashes(variant, staged, extern)
         crash = next((h for h in variant_hashes.values() if type(h) is str and h.startswith("crash:")), None)
         if crash is not None:
             pair.status = "refused"
@@ -67,7 +76,7 @@ def run_base(args: tuple[int, int, int, bool]) -> tuple[int, Optional[str], list
         pair.kept = {s: base_hashes[s] == variant_hashes[s] for s in base_hashes}
         if not any(pair.kept.values()) and not build_moved:
             continue
-        code = serializer(variant, "dict", staged).get()
+        code = serializer(variant, "dict", staged, extern).get()
         built = judge.build(code, variant, staged)
         if built.error is not None:
             pair.status = "variant invalid"
@@ -82,24 +91,27 @@ def run_base(args: tuple[int, int, int, bool]) -> tuple[int, Optional[str], list
                 a, b, lines = (
                     (base, variant, found)
                     if signature in judge.shrunk
-                    else shrink(judge, scheme, base, variant, staged)
+                    else shrink(judge, scheme, base, variant, staged, extern)
                 )
                 judge.shrunk.add(signature)  # one of a kind is shrunk per process: shrinking costs builds
-                pair.counterexamples[scheme] = (signature, reproducer(scheme, kind, a, b, staged, lines))
+                text = reproducer(scheme, kind, a, b, staged, lines, extern_data=extern)
+                pair.counterexamples[scheme] = (signature, text)
     for pair in pairs:  # the dicts hold this process's dims: the reproducers are the text
         pair.base = pair.variant = None
     return index, None, pairs, judge.builds
 
 
 _JUDGE: Judge
+_CORPUS: list[tuple[str, str]] = []  # returnn_common's test models: (test, config code)
 
 
-def _init_worker(own_process: bool = True) -> None:
-    global _JUDGE
+def _init_worker(own_process: bool = True, rc_corpus: Optional[pathlib.Path] = None) -> None:
+    global _JUDGE, _CORPUS
     import logging
 
     logging.getLogger("tensorflow").setLevel(logging.ERROR)
     _JUDGE = Judge()
+    _CORPUS = [] if rc_corpus is None else rc_corpus_entries(rc_corpus)
     if not own_process:  # in the caller's process: its TensorFlow settings stay as they are
         return
     import tensorflow as tf
@@ -127,6 +139,10 @@ class Report:
     counterexamples: list = field(default_factory=list)  # (signature, scheme, kind, text)
     builds: int = 0
     seconds: float = 0.0
+    generators: dict = field(default_factory=dict)  # generator kind -> pairs whose base it added to
+    sources: dict = field(default_factory=dict)  # "generated" or "returnn_common" -> pairs
+    options: dict = field(default_factory=dict)  # (class, option) -> [pairs with it, pairs that change it]
+    process_checked: int = 0  # bases whose config hash was compared with a fresh process's
 
 
 def run(
@@ -137,7 +153,13 @@ def run(
     build_moved: bool = False,
     findings: Optional[pathlib.Path] = None,
     out=sys.stdout,
+    rc_corpus: Optional[pathlib.Path] = None,
+    rc_share: float = 0.25,
+    process_check: int = 8,
 ) -> Report:
+    """Runs ``pairs`` pairs of base nets made from ``seed`` (with ``rc_corpus``, a collected corpus of
+    returnn_common's test models, that share of the bases is one of those) and prints the report to ``out``; then
+    hashes the configs of the first ``process_check`` bases again in a fresh process (:mod:`fuzz.determinism`)."""
     report = Report()
     start = time.time()
     bases = -(-pairs // per_base)
@@ -163,6 +185,15 @@ def run(
             if report.pairs >= pairs:
                 break
             report.pairs += 1
+            for generator in pair.generators:
+                report.generators[generator] = report.generators.get(generator, 0) + 1
+            source = pair.source.partition(" ")[0]
+            report.sources[source] = report.sources.get(source, 0) + 1
+            present, touched = pair.options
+            for key in present:
+                report.options.setdefault(key, [0, 0])[0] += 1
+            for key in touched:
+                report.options[key][1] += 1
             if "serializer" in pair.counterexamples:
                 sig, text = pair.counterexamples["serializer"]
                 report.counterexamples.append((sig, "serializer", pair.kind, text))
@@ -210,16 +241,16 @@ def run(
                             _write_finding(findings, sig, text)
 
     if processes <= 1:
-        _init_worker(own_process=False)
+        _init_worker(own_process=False, rc_corpus=rc_corpus)
         while report.pairs < pairs and index < bases * 3:
-            handle(run_base((seed, index, per_base, build_moved)), 0)
+            handle(run_base((seed, index, per_base, build_moved, rc_share)), 0)
             index += 1
     else:
         try:
-            with context.Pool(processes, initializer=_init_worker) as pool:
+            with context.Pool(processes, initializer=_init_worker, initargs=(True, rc_corpus)) as pool:
                 while report.pairs < pairs and index < bases * 3:
                     more = max(bases - report.bases, processes)
-                    batch = [(seed, i, per_base, build_moved) for i in range(index, index + more)]
+                    batch = [(seed, i, per_base, build_moved, rc_share) for i in range(index, index + more)]
                     index += len(batch)
                     for result in pool.imap_unordered(_run_base_tagged, batch):
                         handle(result[1:], result[0])
@@ -227,6 +258,14 @@ def run(
                             break
         except KeyboardInterrupt:  # the report of the pairs done so far
             print("\ninterrupted", file=out)
+    if process_check:
+        checked = [i for i, _ in zip(range(index), range(process_check))]
+        for sig, text in differences_between_processes(seed, checked):
+            report.counterexamples.append((sig, "process", "process", text))
+            print(f"\nCOUNTEREXAMPLE {sig}\n{text}\n", file=out, flush=True)
+            if findings is not None:
+                _write_finding(findings, sig, text)
+        report.process_checked = len(checked)
     report.builds = sum(builds_by_worker.values())
     report.seconds = time.time() - start
     print_report(report, out)
@@ -244,7 +283,7 @@ def _write_finding(folder: pathlib.Path, sig: str, text: str) -> None:
     if path.exists():
         return
     tmp = path.with_suffix(".tmp")
-    tmp.write_text(f"# {sig}\n\nFound by `bench/hash_fuzz.py`.\n\n```python\n{text}\n```\n")
+    tmp.write_text(f"# {sig}\n\nFound by the differential hash fuzzer (`python -m fuzz`).\n\n```python\n{text}\n```\n")
     tmp.rename(path)
 
 
@@ -280,6 +319,13 @@ def print_report(report: Report, out) -> None:
         f"({len({c[0] for c in report.counterexamples})} kinds)",
         file=out,
     )
+    print(f"\nconfig hashes compared with a fresh process's: {report.process_checked} bases, 2 schemes", file=out)
+    print(f"\npairs by source of their base: {dict(sorted(report.sources.items()))}", file=out)
+    print("pairs by the generators that made their base:", file=out)
+    for generator in [*GENERATORS, *WIDE_GENERATORS]:
+        wide = " (wide)" if generator in WIDE_GENERATORS else ""
+        print(f"  {generator}{wide}: {report.generators.get(generator, 0)}", file=out)
+    print_coverage(report.options, out)
     reasons: dict[str, int] = {}
     for _, problem in report.invalid_bases:
         reasons[problem[:90]] = reasons.get(problem[:90], 0) + 1
@@ -288,19 +334,34 @@ def print_report(report: Report, out) -> None:
 
 
 def recheck(folder: pathlib.Path, out=sys.stdout) -> int:
-    """Re-checks each finding written to ``folder`` (its two net dicts) with the hashing code imported now: prints
-    whether it still holds; returns how many do."""
+    """Re-checks each finding written to ``folder`` (its two nets) with the hashing code imported now: prints
+    whether it still holds; returns how many do. A finding of hashes in two processes is run again that way."""
+    import ast
+
+    import fuzz.code_options
+    from i6_core.returnn.config import CodeWrapper
+
+    from i6_rc_jobs.semantics import load_config
+
     _init_worker(own_process=False)
-    names = {name: d for d in _all_dims() for i, name in DIM_NAMES.items() if i == id(d)}
+    names: dict[str, Any] = {name: d for d in _all_dims() for i, name in DIM_NAMES.items() if i == id(d)}
+    names.update(CodeWrapper=CodeWrapper, fuzz=fuzz)
     holding = 0
     for path in sorted(folder.glob("*.md")):
         text = path.read_text()
-        found = [re.search(rf"^{side} = (\{{.*?^\}})$", text, re.M | re.S) for side in "ab"]
-        if not all(found):
-            continue
-        a, b = (eval(f.group(1), dict(names)) for f in found)  # the snippet this module wrote
         scheme = "dict" if path.name.startswith("dict-") else "graph"
-        lines = counterexample_holds(_JUDGE, scheme, a, b, "staged_networks=" in text)
+        extern_data = extern_data_b = None
+        codes = [re.search(rf"^{side}_code = (.*)$", text, re.M) for side in "ab"]
+        found = [re.search(rf"^{side} = (\{{.*?^\}})$", text, re.M | re.S) for side in "ab"]
+        if all(codes):  # a returnn_common model: the configs written of both nets
+            configs = [load_config(ast.literal_eval(c.group(1))) for c in codes if c is not None]
+            a, b = (c.typed_value("network") for c in configs)
+            extern_data, extern_data_b = (c.typed_value("extern_data") for c in configs)
+        elif all(found):
+            a, b = (eval(f.group(1), dict(names)) for f in found if f is not None)  # the snippet this module wrote
+        else:
+            continue
+        lines = counterexample_holds(_JUDGE, scheme, a, b, "staged_networks=" in text, extern_data, extern_data_b)
         holding += lines is not None
         print(f"{path.name}: {'still holds: ' + lines[0] if lines else 'fixed'}", file=out, flush=True)
     return holding
