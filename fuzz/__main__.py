@@ -14,7 +14,7 @@ from typing import Optional  # noqa: E402
 
 import fuzz  # noqa: E402
 
-from .rc_corpus import SMALL, collect  # noqa: E402
+from .rc_corpus import CORPUS, collect  # noqa: E402
 from .runner import recheck, run  # noqa: E402
 
 
@@ -30,17 +30,21 @@ def main(argv: Optional[list[str]] = None) -> int:
     parser.add_argument(
         "--rc-corpus",
         type=pathlib.Path,
-        help="returnn_common's test models as a second source of base nets: this corpus file, collected first "
-        "(a few minutes: returnn_common's tests run) if it does not exist",
+        default=CORPUS,
+        help="returnn_common's test models, the second source of base nets (default: the corpus kept in fuzz/)",
     )
-    parser.add_argument("--rc-tests", nargs="+", default=list(SMALL), help="returnn_common's test files to collect")
     parser.add_argument("--rc-share", type=float, default=0.25, help="the share of base nets taken from the corpus")
+    parser.add_argument(
+        "--collect-rc",
+        action="store_true",
+        help="only collect the corpus anew into --rc-corpus (runs returnn_common's tests: a few minutes)",
+    )
     args = parser.parse_args(argv)
     if args.recheck is not None:
         return 1 if recheck(args.recheck) else 0
-    if args.rc_corpus is not None and not args.rc_corpus.exists():
-        print(f"collecting {args.rc_corpus} from {args.rc_tests}", file=sys.stderr, flush=True)
-        collect(args.rc_corpus, tuple(args.rc_tests))
+    if args.collect_rc:
+        print(f"{collect(args.rc_corpus)} configs of returnn_common's tests written to {args.rc_corpus}")
+        return 0
     report = run(
         args.seed,
         args.pairs,

@@ -790,9 +790,12 @@ def g_broadcast_out_shape(g: NetGen, src: str) -> Optional[str]:
 @picks(lambda i: i.batch and i.dtype == "float32" and i.dims)
 def g_huge_constant(g: NetGen, user: str) -> Optional[str]:
     """An int constant too large for float32 to hold exactly, with a float dtype."""
-    value = g.rng.choice((2**24 + 1, 2**53 + 1, 10**40, -(2**31) - 1))
+    value = g.rng.choice((2**24 + 1, 2**24 + 3, 2**53 + 1, 10**40, -(2**31) - 1))
     const = g.add("const", {"class": "constant", "value": value, "dtype": "float32"}, Info((), batch=False))
-    scaled = g.add("ev", {"class": "eval", "from": const, "eval": "source(0) * 1e-30"}, Info((), batch=False))
+    # what float32 lost of the value shows, in float32, where it is added
+    code = "tf.cast(source(0) - tf.cast(16777216, source(0).dtype), tf.float32) * 1e-6"
+    desc = {"class": "eval", "from": const, "eval": code, "out_type": {"dtype": "float32"}}
+    scaled = g.add("ev", desc, Info((), batch=False))
     return g.add("comb", {"class": "combine", "kind": "add", "from": [user, scaled]}, g.infos[user])
 
 
@@ -868,13 +871,15 @@ WIDE_GENERATORS: dict[str, Callable[[NetGen], Optional[str]]] = {
 """Generators of what a review found the others never make (their kinds are counted in the report)."""
 
 
-def generate(rng: random.Random) -> tuple[Net, list[str]]:
+def generate(rng: random.Random, first: Optional[str] = None) -> tuple[Net, list[str]]:
     """A random net dict: 2 to 7 generated layers (or groups of layers) over data and classes, an output and maybe
-    losses; and the kinds of the generators that added to it."""
+    losses; and the kinds of the generators that added to it. ``first``: a generator's kind that adds first."""
     g = NetGen(rng, [0], list(SPATIAL))
     g.infos["data"] = Info((TIME, IN))
     kinds = []
     everything = {**GENERATORS, **WIDE_GENERATORS}
+    if first is not None and everything[first](g) is not None:
+        kinds.append(first)
     for _ in range(rng.randint(2, 7)):
         kind = rng.choice(list(everything))
         if everything[kind](g) is not None:

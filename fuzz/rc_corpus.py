@@ -17,14 +17,40 @@ from i6_rc_jobs.atomic_file import write_atomically
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 RC_TESTS = ROOT / ".deps" / "src" / "returnn_common" / "tests"
-SMALL = ("test_nn_array.py", "test_nn_math.py", "test_nn_masked_computation.py")
-"""Test files of returnn_common whose models build in seconds; :func:`collect` takes them unless told others"""
+CORPUS = pathlib.Path(__file__).with_name("rc_corpus.jsonl")
+"""The corpus kept with the fuzzer: :func:`collect` of :data:`FILES`"""
+FILES = tuple(
+    f"test_nn_{name}.py"
+    for name in (
+        "array",
+        "attention",
+        "base",
+        "cond",
+        "conformer",
+        "const",
+        "container",
+        "conv",
+        "encoder",
+        "loop",
+        "loss",
+        "masked_computation",
+        "math",
+        "normalization",
+        "rand",
+        "rec",
+        "transformer",
+        "utils",
+    )
+)
+"""returnn_common's test files whose models the corpus holds (the others build no net dict, or only in eager mode)"""
+MAX_CHARS = 12_000
+"""Configs longer than this are left out: a Conformer takes seconds to build, and a pair builds it twice"""
 
 
-def collect(path: pathlib.Path, files: tuple[str, ...] = SMALL, keyword: str = "") -> int:
-    """Runs returnn_common's test files (names in its ``tests/``; ``keyword`` as pytest's ``-k``) in one pytest
-    process with the peer suite's plugin, and writes the configs its serializer swap wrote to ``path`` (JSON lines:
-    test, code); returns how many. Failing tests are fine: their configs count."""
+def collect(path: pathlib.Path, files: tuple[str, ...] = FILES) -> int:
+    """Runs returnn_common's test files (names in its ``tests/``) in one pytest process with the peer suite's
+    plugin, and writes the first config its serializer swap wrote for each test, up to :data:`MAX_CHARS` long, to
+    ``path`` (JSON lines: test, code); returns how many. Failing tests are fine: their configs count."""
     partial = path.with_name(path.name + ".partial")
     partial.unlink(missing_ok=True)
     partial.touch()
@@ -52,11 +78,15 @@ def collect(path: pathlib.Path, files: tuple[str, ...] = SMALL, keyword: str = "
         "fuzz.rc_collect",
         "-p",
         "no:cacheprovider",
-        *(["-k", keyword] if keyword else []),
         *(str(RC_TESTS / name) for name in files),
     ]
     done = subprocess.run(command, cwd=ROOT, env=env, capture_output=True, text=True)
-    lines = partial.read_text().splitlines()
+    lines, tests = [], set()
+    for line in partial.read_text().splitlines():
+        entry = json.loads(line)
+        if entry["test"] not in tests and len(entry["code"]) <= MAX_CHARS:
+            tests.add(entry["test"])
+            lines.append(line)
     partial.unlink()
     if not lines:
         raise RuntimeError(f"returnn_common's tests {files} wrote no config (pytest: {done.stdout[-500:]})")

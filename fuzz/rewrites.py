@@ -10,7 +10,7 @@ from typing import Any, Callable, Optional, Sequence
 from returnn.tensor import batch_dim
 
 from .dims import EXTERN_DATA, COPIES, FEATURES, RENAMED, TIME, TWINS, _all_dims, py
-from .generators import ACTIVATIONS, COMBINE_KINDS, EVAL_CODES, generate
+from .generators import ACTIVATIONS, COMBINE_KINDS, EVAL_CODES, WIDE_GENERATORS, generate
 from .nets import (
     KEPT_NAMES,
     Net,
@@ -497,7 +497,61 @@ def ed_swap_names(net: Net, rng: random.Random) -> bool:
     return True
 
 
+def ed_note(net: Net, rng: random.Random) -> bool:
+    """A ``"#..."`` note entry of a loop unit that reads another layer, or is gone."""
+    units = [w.desc["unit"] for w in layers_of(net) if w.desc["class"] == "rec" and type(w.desc.get("unit")) is dict]
+    cands = [(unit, key) for unit in units for key in unit if key.startswith("#")]
+    if not cands:
+        return False
+    unit, key = rng.choice(cands)
+    others = [name for name in unit if not name.startswith("#") and name != "output"] + ["data:source"]
+    if rng.random() < 0.3 or type(unit[key]) is not dict:
+        del unit[key]
+    else:
+        unit[key] = {**unit[key], "from": rng.choice(others)}
+    return True
+
+
+def ed_classes_layer(net: Net, rng: random.Random) -> bool:
+    """The layer named ``classes`` (which a loss without target may read) computes something else."""
+    desc = net.get("classes")
+    if type(desc) is not dict:
+        return False
+    if desc["class"] == "copy":
+        net["classes"] = {"class": "eval", "from": "data:classes", "eval": "tf.zeros_like(source(0))"}
+    else:
+        net["classes"] = {"class": "copy", "from": "data:classes"}
+    return True
+
+
+def ed_out_shape(net: Net, rng: random.Random) -> bool:
+    """``out_shape`` left out, or with the batch dim left out of it."""
+    cands = [w for w in layers_of(net) if type(w.desc.get("out_shape")) is set]
+    if not cands:
+        return False
+    w = rng.choice(cands)
+    if rng.random() < 0.5:
+        del w.desc["out_shape"]
+    else:
+        w.desc["out_shape"] = {d for d in w.desc["out_shape"] if d is not batch_dim}
+    return True
+
+
+def ed_constant_dtype(net: Net, rng: random.Random) -> bool:
+    """A constant of another float dtype (an int too large for float32 is exact in float64, or not either)."""
+    cands = [w for w in layers_of(net) if w.desc["class"] == "constant" and type(w.desc.get("value")) is int]
+    if not cands:
+        return False
+    w = rng.choice(cands)
+    w.desc["dtype"] = "float64" if w.desc.get("dtype", "float32") == "float32" else "float32"
+    return True
+
+
 EDITS: dict[str, Callable[[Net, random.Random], bool]] = {
+    "edit-note": ed_note,
+    "edit-classes-layer": ed_classes_layer,
+    "edit-out-shape": ed_out_shape,
+    "edit-constant-dtype": ed_constant_dtype,
     "edit-swap-names": ed_swap_names,
     "edit-input": ed_input,
     "edit-option": ed_option,
@@ -536,15 +590,17 @@ class Base:
 
 def make_base(seed: int, index: int, corpus: Sequence[tuple[str, str]] = (), rc_share: float = 0.0) -> Base:
     """Base net ``index`` of ``seed``: generated, or with probability ``rc_share`` one of the ``corpus`` of
-    returnn_common's test models (:mod:`fuzz.rc_corpus`), renamed at random."""
+    returnn_common's test models (:mod:`fuzz.rc_corpus`), renamed at random. The first bases of a run start with
+    one generator of :data:`~fuzz.generators.WIDE_GENERATORS` each, so that a short run has each."""
     from .rc_corpus import corpus_base
 
     rng = random.Random(f"{seed}:{index}")
-    if corpus and rng.random() < rc_share:
+    wide = list(WIDE_GENERATORS)
+    if corpus and index >= len(wide) and rng.random() < rc_share:
         entry = corpus[rng.randrange(len(corpus))]
         extern_data, network = corpus_base(entry, rng)
         return Base(network, False, extern_data, ["returnn_common"], f"returnn_common {entry[0]}")
-    net, kinds = generate(rng)
+    net, kinds = generate(rng, wide[index] if index < len(wide) else None)
     if rng.random() < 0.12:  # staged: a second stage with more layers (a generated net grown from the first)
         second = copy.deepcopy(net)
         rng.choice((rw_unreached, ed_add_option, ed_option))(second, rng)
