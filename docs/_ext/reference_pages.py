@@ -62,7 +62,11 @@ _API: list[tuple[str, str, list[tuple[str, Optional[str]]]]] = [
         [("i6_rc_jobs.builds", None)],
     ),
     ("Versioned imports", "", [("i6_rc_jobs.imports", None)]),
-    ("Checks with RETURNN", "", [("i6_rc_jobs.returnn_check", None), ("i6_rc_jobs.semantics", None)]),
+    (
+        "Checks with RETURNN",
+        "",
+        [("i6_rc_jobs.returnn_check", None), ("i6_rc_jobs.semantics", None), ("i6_rc_jobs.training_semantics", None)],
+    ),
     ("Explaining hash differences", "", [("i6_rc_jobs.hashing.diff.explain", None)]),
 ]
 
