@@ -591,7 +591,8 @@ class Base:
 def make_base(seed: int, index: int, corpus: Sequence[tuple[str, str]] = (), rc_share: float = 0.0) -> Base:
     """Base net ``index`` of ``seed``: generated, or with probability ``rc_share`` one of the ``corpus`` of
     returnn_common's test models (:mod:`fuzz.rc_corpus`), renamed at random. The first bases of a run start with
-    one generator of :data:`~fuzz.generators.WIDE_GENERATORS` each, so that a short run has each."""
+    one generator of :data:`~fuzz.generators.WIDE_GENERATORS` each, so that a short run has each, and so does every
+    third base after them, in turn."""
     from .rc_corpus import corpus_base
 
     rng = random.Random(f"{seed}:{index}")
@@ -600,7 +601,8 @@ def make_base(seed: int, index: int, corpus: Sequence[tuple[str, str]] = (), rc_
         entry = corpus[rng.randrange(len(corpus))]
         extern_data, network = corpus_base(entry, rng)
         return Base(network, False, extern_data, ["returnn_common"], f"returnn_common {entry[0]}")
-    net, kinds = generate(rng, wide[index] if index < len(wide) else None)
+    first = wide[index % len(wide)] if index < len(wide) or index % 3 == 0 else None
+    net, kinds = generate(rng, first)
     if rng.random() < 0.12:  # staged: a second stage with more layers (a generated net grown from the first)
         second = copy.deepcopy(net)
         rng.choice((rw_unreached, ed_add_option, ed_option))(second, rng)
