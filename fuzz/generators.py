@@ -811,63 +811,62 @@ def g_dim_wrapper(g: NetGen, src: str) -> Optional[str]:
     return g.add("lin", desc, Info((g.infos[src].dims[0], feat)))
 
 
-GENERATORS: dict[str, Callable[[NetGen], Optional[str]]] = {
-    fn.__name__[2:]: fn
-    for fn in (
-        g_linear,
-        g_activation,
-        g_combine,
-        g_eval,
-        g_eval_named,
-        g_copy,
-        g_dropout,
-        g_constant,
-        g_random,
-        g_variable,
-        g_reduce,
-        g_softmax,
-        g_layer_norm,
-        g_batch_norm,
-        g_loop,
-        g_rnn,
-        g_subnetwork,
-        g_conv,
-        g_pool,
-        g_window,
-        g_cumsum,
-        g_concat,
-        g_slice,
-        g_split,
-        g_split_merge,
-        g_length,
-        g_range_in_axis,
-        g_switch,
-        g_dot,
-        g_gather,
-        g_sparse_ce,
-        g_softmax_over_spatial,
-        g_scaled_grad,
-        g_pad,
-        g_mse_loss,
-        g_as_is_loss,
-    )
-}
-WIDE_GENERATORS: dict[str, Callable[[NetGen], Optional[str]]] = {
-    fn.__name__[2:]: fn
-    for fn in (
-        g_masked_computation,
-        g_loop_note,
-        g_eval_wrapper,
-        g_eval_function,
-        g_default_target,
-        g_subnetwork_no_from,
-        g_described_axis,
-        g_axis_in_code,
-        g_broadcast_out_shape,
-        g_huge_constant,
-        g_dim_wrapper,
-    )
-}
+def _by_kind(*generators: Generator) -> dict[str, Generator]:
+    """Generators by their kind: the name without ``g_``."""
+    return {fn.__name__[2:]: fn for fn in generators}
+
+
+GENERATORS = _by_kind(
+    g_linear,
+    g_activation,
+    g_combine,
+    g_eval,
+    g_eval_named,
+    g_copy,
+    g_dropout,
+    g_constant,
+    g_random,
+    g_variable,
+    g_reduce,
+    g_softmax,
+    g_layer_norm,
+    g_batch_norm,
+    g_loop,
+    g_rnn,
+    g_subnetwork,
+    g_conv,
+    g_pool,
+    g_window,
+    g_cumsum,
+    g_concat,
+    g_slice,
+    g_split,
+    g_split_merge,
+    g_length,
+    g_range_in_axis,
+    g_switch,
+    g_dot,
+    g_gather,
+    g_sparse_ce,
+    g_softmax_over_spatial,
+    g_scaled_grad,
+    g_pad,
+    g_mse_loss,
+    g_as_is_loss,
+)
+WIDE_GENERATORS = _by_kind(
+    g_masked_computation,
+    g_loop_note,
+    g_eval_wrapper,
+    g_eval_function,
+    g_default_target,
+    g_subnetwork_no_from,
+    g_described_axis,
+    g_axis_in_code,
+    g_broadcast_out_shape,
+    g_huge_constant,
+    g_dim_wrapper,
+)
 """Generators of what a review found the others never make (their kinds are counted in the report)."""
 
 

@@ -539,12 +539,11 @@ def ed_out_shape(net: Net, rng: random.Random) -> bool:
 
 def ed_constant_dtype(net: Net, rng: random.Random) -> bool:
     """A constant of another float dtype (an int too large for float32 is exact in float64, or not either)."""
-    cands = [w for w in layers_of(net) if w.desc["class"] == "constant" and type(w.desc.get("value")) is int]
-    if not cands:
-        return False
-    w = rng.choice(cands)
-    w.desc["dtype"] = "float64" if w.desc.get("dtype", "float32") == "float32" else "float32"
-    return True
+    cands = [w.desc for w in layers_of(net) if w.desc["class"] == "constant" and type(w.desc.get("value")) is int]
+    if cands:
+        desc = rng.choice(cands)
+        desc["dtype"] = "float64" if desc.get("dtype", "float32") == "float32" else "float32"
+    return bool(cands)
 
 
 EDITS: dict[str, Callable[[Net, random.Random], bool]] = {
