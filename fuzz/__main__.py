@@ -33,6 +33,7 @@ def main(argv: Optional[list[str]] = None) -> int:
         default=CORPUS,
         help="returnn_common's test models, the second source of base nets (default: the corpus kept in fuzz/)",
     )
+    parser.add_argument("--seconds", type=float, help="start no new base net after this long, then report")
     parser.add_argument("--rc-share", type=float, default=0.25, help="the share of base nets taken from the corpus")
     parser.add_argument(
         "--collect-rc",
@@ -54,6 +55,7 @@ def main(argv: Optional[list[str]] = None) -> int:
         args.findings,
         rc_corpus=args.rc_corpus,
         rc_share=args.rc_share,
+        seconds=args.seconds,
     )
     return 1 if report.counterexamples else 0
 

@@ -156,10 +156,12 @@ def run(
     rc_corpus: Optional[pathlib.Path] = None,
     rc_share: float = 0.25,
     process_check: int = 8,
+    seconds: Optional[float] = None,
 ) -> Report:
     """Runs ``pairs`` pairs of base nets made from ``seed`` (with ``rc_corpus``, a collected corpus of
     returnn_common's test models, that share of the bases is one of those) and prints the report to ``out``; then
-    hashes the configs of the first ``process_check`` bases again in a fresh process (:mod:`fuzz.determinism`)."""
+    hashes the configs of the first ``process_check`` bases again in a fresh process (:mod:`fuzz.determinism`).
+    ``seconds``: no new base after this long (the report then covers the pairs done)."""
     report = Report()
     start = time.time()
     bases = -(-pairs // per_base)
@@ -240,24 +242,27 @@ def run(
                         if findings is not None:
                             _write_finding(findings, sig, text)
 
-    if processes <= 1:
-        _init_worker(own_process=False, rc_corpus=rc_corpus)
-        while report.pairs < pairs and index < bases * 3:
-            handle(run_base((seed, index, per_base, build_moved, rc_share)), 0)
-            index += 1
-    else:
-        try:
+    def more_wanted() -> bool:
+        return report.pairs < pairs and index < bases * 3 and (seconds is None or time.time() - start < seconds)
+
+    try:
+        if processes <= 1:
+            _init_worker(own_process=False, rc_corpus=rc_corpus)
+            while more_wanted():
+                handle(run_base((seed, index, per_base, build_moved, rc_share)), 0)
+                index += 1
+        else:
             with context.Pool(processes, initializer=_init_worker, initargs=(True, rc_corpus)) as pool:
-                while report.pairs < pairs and index < bases * 3:
+                while more_wanted():
                     more = max(bases - report.bases, processes)
                     batch = [(seed, i, per_base, build_moved, rc_share) for i in range(index, index + more)]
                     index += len(batch)
                     for result in pool.imap_unordered(_run_base_tagged, batch):
                         handle(result[1:], result[0])
-                        if report.pairs >= pairs:
+                        if not more_wanted():
                             break
-        except KeyboardInterrupt:  # the report of the pairs done so far
-            print("\ninterrupted", file=out)
+    except KeyboardInterrupt:  # the report of the pairs done so far
+        print("\ninterrupted", file=out)
     if process_check:
         checked = [i for i, _ in zip(range(index), range(process_check))]
         for sig, text in differences_between_processes(seed, checked):
