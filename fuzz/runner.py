@@ -95,6 +95,8 @@ def run_base(args: tuple[int, int, int, bool, float]) -> tuple[int, Optional[str
                 )
                 judge.shrunk.add(signature)  # one of a kind is shrunk per process: shrinking costs builds
                 text = reproducer(scheme, kind, a, b, staged, lines, extern_data=extern)
+                if extern is not None:
+                    text = f"# base net: the model of {origin.source}\n{text}"
                 pair.counterexamples[scheme] = (signature, text)
     for pair in pairs:  # the dicts hold this process's dims: the reproducers are the text
         pair.base = pair.variant = None
