@@ -154,6 +154,8 @@ def loaded_form(code: str, net: Any, staged: bool) -> Any:
             return (type(v).__name__, tuple(form(i) for i in v))
         if type(v) in (set, frozenset):
             return ("set", tuple(sorted((form(i) for i in v), key=repr)))
+        if type(v).__module__ == "numpy":  # an array (returnn_common writes constants as numpy arrays), a scalar
+            return ("numpy", str(v.dtype), v.shape, v.tobytes())
         return (type(v).__name__, v)
 
     return form(config.typed_value("extern_data")), {e: form(n) for e, n in nets.items()}
