@@ -33,6 +33,7 @@ __all__ = [
     "network_fingerprint",
     "same_model",
     "load_config",
+    "config_networks",
 ]
 
 DEFAULT_BEHAVIOR_VERSION = 16
@@ -123,7 +124,7 @@ def fingerprints(config_code: str, *, seed: int = 1) -> dict[str, Fingerprint]:
     (``get_network(epoch)``) one per stage, ``"stage from epoch N"``, N the start epochs of its ``if epoch >= N:``
     (as the serializer writes them), each stage built in its own graph."""
     config = load_config(config_code)
-    nets = _networks(config_code, config)
+    nets = config_networks(config_code, config)
     return {name: _built_fingerprint(config, net, seed) for name, net in nets.items()}
 
 
@@ -139,7 +140,7 @@ def differences(ours: dict[str, Fingerprint], theirs: dict[str, Fingerprint], lo
     ]
 
 
-def _networks(config_code: str, config: Config) -> dict[str, Any]:
+def config_networks(config_code: str, config: Config) -> dict[str, Any]:
     """The net dicts of a config by name (see :func:`fingerprints`)."""
     if config.typed_value("network") is not None:
         return {"network": config.typed_value("network")}

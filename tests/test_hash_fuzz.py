@@ -1,4 +1,4 @@
-"""A fixed-seed sample of the differential fuzzer (bench/hash_fuzz.py) against real RETURNN: a few dozen pairs of
+"""A fixed-seed sample of the differential fuzzer (the package fuzz/) against real RETURNN: a few dozen pairs of
 random net dicts, each built with RETURNN where a hash stayed; any pair whose graph or dict hashes are equal while
 RETURNN finds a difference fails the test, with its shrunk reproducer."""
 
@@ -9,15 +9,28 @@ import io
 import pytest
 from returnn.tensor import Dim
 
-from bench import hash_fuzz
+from fuzz import dims, runner
+from fuzz.dims import EXTERN_DATA, FEATURES, TWINS
+from fuzz.generators import WIDE_GENERATORS
+from fuzz.judge import Judge, loaded_form, serializer
+from fuzz.rc_corpus import CORPUS
+
+SAMPLE_SEED, SAMPLE_PAIRS = 20261206, 64
 
 
 @pytest.mark.slow
 def test_the_fuzzer_finds_no_counterexample_in_a_fixed_sample():
+    """One base of each generator of what a review found the others never make, then generated bases and
+    returnn_common's test models; any counterexample fails, with its reproducer."""
     out = io.StringIO()
-    report = hash_fuzz.run(seed=20261201, pairs=36, processes=1, per_base=6, out=out)
+    report = runner.run(
+        seed=SAMPLE_SEED, pairs=SAMPLE_PAIRS, processes=1, per_base=4, out=out, rc_corpus=CORPUS, rc_share=0.6
+    )
+    assert report.pairs == SAMPLE_PAIRS
+    assert not set(WIDE_GENERATORS) - set(report.generators), out.getvalue()
+    assert report.sources.get("returnn_common", 0) >= 4, out.getvalue()
+    assert report.process_checked > 0
     assert report.counterexamples == [], out.getvalue()
-    assert report.pairs == 36
     # The sample exercises the rules: pairs whose graph hash stayed while the dict hash moved, and RETURNN agreed.
     exercised = sum(row["exercised"] for (scheme, _), row in report.table.items() if scheme == "graph")
     kept = sum(row["kept, RETURNN same"] for (scheme, _), row in report.table.items() if scheme == "graph")
@@ -28,7 +41,6 @@ def test_the_fuzzer_finds_no_counterexample_in_a_fixed_sample():
 def test_the_judge_sees_what_only_training_shows():
     """Two nets that the eval judge finds the same but that train differently (dropout, a frozen layer, L2, a loss
     scale): the fuzzer's training fingerprint tells each apart, and finds a net the same as itself."""
-    from bench.hash_fuzz import EXTERN_DATA, FEATURES, Judge, serializer
 
     def net(**options) -> dict:
         return {
@@ -36,7 +48,7 @@ def test_the_judge_sees_what_only_training_shows():
             "output": {
                 "class": "softmax",
                 "from": "lin",
-                "out_dim": hash_fuzz.CLASSES,
+                "out_dim": dims.CLASSES,
                 "loss": "ce",
                 "target": "classes",
             },
@@ -46,7 +58,7 @@ def test_the_judge_sees_what_only_training_shows():
     base = net()
     code = serializer(base, "dict", False).get()
     built = judge.build(code, base, False)
-    assert EXTERN_DATA["classes"]["sparse_dim"] is hash_fuzz.CLASSES
+    assert EXTERN_DATA["classes"]["sparse_dim"] is dims.CLASSES
     same = judge.build(code + "\n", base, False)
     assert judge.differences(built, same, False, loaded=True) == []
     for options, says in [
@@ -64,7 +76,6 @@ def test_the_judge_sees_what_only_training_shows():
 def test_the_dict_property_compares_loaded_dims_as_returnn_does():
     """A same_as copy that differs from its base in nothing RETURNN reads is the base (Dim equality goes to the
     base); one of another match_priority or kind, or another dim of the same size and kind, is another dim."""
-    from bench.hash_fuzz import FEATURES, TWINS, loaded_form, serializer
 
     def form(out_dim) -> tuple:
         net = {

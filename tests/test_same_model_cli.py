@@ -50,6 +50,19 @@ def test_same_model_tells_losses_apart_unless_asked_for_the_model_alone(tmp_path
     assert run(a, b, "--model-only", cwd=tmp_path).returncode == 0
 
 
+def test_same_model_compares_training_when_asked(tmp_path: Path):
+    """Dropout changes nothing the eval judge sees; with --training, the train-mode output tells it apart."""
+    net, _, _ = CASES["layer-names"]
+    first = next(name for name, layer in net.items() if layer.get("class") not in (None, "copy"))
+    with_dropout = {**net, first: {**net[first], "dropout": 0.5}}
+    a, b = write(tmp_path / "a.config", net), write(tmp_path / "b.config", with_dropout)
+    same = run(a, b, cwd=tmp_path)
+    assert (same.returncode, same.stdout) == (0, "same model\n"), same.stderr[-2000:]
+    differ = run(a, b, "--training", cwd=tmp_path)
+    assert differ.returncode == 1 and "training: train-mode output differs" in differ.stdout, differ.stderr[-2000:]
+    assert run(a, a, "--training", cwd=tmp_path).returncode == 0
+
+
 def test_same_model_says_a_bad_config_in_one_line(tmp_path: Path):
     good = write(tmp_path / "a.config", CASES["layer-names"][0])
     (tmp_path / "broken.config").write_text("network = {'output': {'class': 'no_such_layer', 'from': 'data'}}\n")

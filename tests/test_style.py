@@ -6,7 +6,7 @@ import sys
 
 from tests.support.sisyphus_setup import REPO
 
-FOLDERS = ["i6_rc_jobs", "tests", "bench", "recipe_examples", "docs"]
+FOLDERS = ["i6_rc_jobs", "tests", "bench", "fuzz", "recipe_examples", "docs"]
 
 
 def _run(*args: str) -> subprocess.CompletedProcess:

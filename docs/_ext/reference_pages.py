@@ -81,6 +81,7 @@ _API: list[tuple[str, str, list[tuple[str, Optional[str]]]]] = [
         [
             ("i6_rc_jobs.returnn_check", None),
             ("i6_rc_jobs.semantics", None),
+            ("i6_rc_jobs.training_semantics", None),
             ("i6_rc_jobs.torch_check", None),
             ("i6_rc_jobs.torch_semantics", None),
         ],

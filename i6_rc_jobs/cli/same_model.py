@@ -1,7 +1,9 @@
 """``python -m i6_rc_jobs same-model A B``: whether two RETURNN configs define the same model (e.g. the
 ``returnn.config`` of two CreateConfigJobs, before and after a returnn_common update), judged by RETURNN itself: each
 network (each stage of staged networks) is built with TensorFlow, and their TF variables, initializers, outputs on one fixed input (variables set by
-their names) and reported losses (score keys and values) are compared. Prints ``same model`` or one line per
+their names) and reported losses (score keys and values) are compared; with ``--training``, also what shows only in
+training (:mod:`i6_rc_jobs.training_semantics`: trainable variables, initial values as RETURNN draws them, train-mode
+output, losses, objective and gradients). Prints ``same model`` or one line per
 difference; a config that cannot be read or built is said in one line, after what RETURNN printed (kept back
 otherwise). Needs RETURNN and TensorFlow: run it with the Python of your setup, from the setup directory (RETURNN is
 taken from ``tools/returnn`` if it is not installed). Configs with ``backend = "torch"`` are compared by building their
@@ -40,6 +42,11 @@ def parser() -> argparse.ArgumentParser:
     parser.add_argument(
         "--model-only", action="store_true", help="compare the model alone: parameters, initializers, output"
     )
+    parser.add_argument(
+        "--training",
+        action="store_true",
+        help="also compare what shows only in training: trainable variables, initial values, objective, gradients",
+    )
     return parser
 
 
@@ -55,6 +62,7 @@ def main(argv: list[str]) -> int:
     from ..returnn_check import output_kept, say_stale_locks
     from ..semantics import differences, fingerprints
     from ..torch_semantics import is_torch_config, torch_fingerprint
+    from ..training_semantics import training_differences, training_fingerprints
 
     say_stale_locks()
     prints: list = []
@@ -66,17 +74,26 @@ def main(argv: list[str]) -> int:
                     with open(path) as file:
                         code = file.read()
                     torch.append(is_torch_config(code))
-                    prints.append(torch_fingerprint(code) if torch[-1] else fingerprints(code))
+                    if torch[-1]:
+                        prints.append((torch_fingerprint(code), {}))
+                    else:
+                        prints.append((fingerprints(code), training_fingerprints(code) if args.training else {}))
                 except Exception as e:  # a file that is no config, a net RETURNN refuses: one line, which and why
                     raise _Unreadable(path, e) from e
     except _Unreadable as unreadable:
         print(f"same-model: {unreadable}", file=sys.stderr)
         return Exit.UNUSABLE
+    (ours, ours_training), (theirs, theirs_training) = prints
     if torch[0] != torch[1]:
         found = [f"backend: {'torch' if torch[0] else 'TensorFlow'} != {'torch' if torch[1] else 'TensorFlow'}"]
     elif torch[0]:
-        found = prints[0].differences(prints[1], losses=not args.model_only)
+        found = ours.differences(theirs, losses=not args.model_only)
     else:
-        found = differences(prints[0], prints[1], losses=not args.model_only)
+        found = differences(ours, theirs, losses=not args.model_only)
+    found += [
+        f"training: {line}" if name == "network" else f"{name}: training: {line}"
+        for name in sorted(ours_training.keys() & theirs_training.keys())
+        for line in training_differences(ours_training[name], theirs_training[name])
+    ]
     print("\n".join(found) if found else "same model")
     return Exit.DIFFERENT if found else Exit.SAME

@@ -1,0 +1,64 @@
+"""``.venv/bin/python -m fuzz``: the command line of the differential hash fuzzer (see :mod:`fuzz`)."""
+
+from __future__ import annotations
+
+import os
+
+os.environ.setdefault("CUDA_VISIBLE_DEVICES", "")
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
+
+import argparse  # noqa: E402
+import pathlib  # noqa: E402
+import sys  # noqa: E402
+from typing import Optional  # noqa: E402
+
+import fuzz  # noqa: E402
+
+from .rc_corpus import CORPUS, collect  # noqa: E402
+from .runner import recheck, run  # noqa: E402
+
+
+def main(argv: Optional[list[str]] = None) -> int:
+    parser = argparse.ArgumentParser(description=fuzz.__doc__.split("\n\n")[0])
+    parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument("--pairs", type=int, default=200)
+    parser.add_argument("--processes", type=int, default=2)
+    parser.add_argument("--per-base", type=int, default=8)
+    parser.add_argument("--build-moved", action="store_true", help="also build variants whose hashes both moved")
+    parser.add_argument("--findings", type=pathlib.Path, help="write each new kind of counterexample here")
+    parser.add_argument("--recheck", type=pathlib.Path, help="only re-check the findings written to this folder")
+    parser.add_argument(
+        "--rc-corpus",
+        type=pathlib.Path,
+        default=CORPUS,
+        help="returnn_common's test models, the second source of base nets (default: the corpus kept in fuzz/)",
+    )
+    parser.add_argument("--seconds", type=float, help="start no new base net after this long, then report")
+    parser.add_argument("--rc-share", type=float, default=0.25, help="the share of base nets taken from the corpus")
+    parser.add_argument(
+        "--collect-rc",
+        action="store_true",
+        help="only collect the corpus anew into --rc-corpus (runs returnn_common's tests: a few minutes)",
+    )
+    args = parser.parse_args(argv)
+    if args.recheck is not None:
+        return 1 if recheck(args.recheck) else 0
+    if args.collect_rc:
+        print(f"{collect(args.rc_corpus)} configs of returnn_common's tests written to {args.rc_corpus}")
+        return 0
+    report = run(
+        args.seed,
+        args.pairs,
+        args.processes,
+        args.per_base,
+        args.build_moved,
+        args.findings,
+        rc_corpus=args.rc_corpus,
+        rc_share=args.rc_share,
+        seconds=args.seconds,
+    )
+    return 1 if report.counterexamples else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
