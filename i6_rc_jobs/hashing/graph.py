@@ -386,7 +386,9 @@ class Graph(NameResolver):
             return out if cls is list else tuple(out)
         if cls in _DIMS:
             return value
-        if cls is set or cls is frozenset:
+        if cls is set or cls is frozenset:  # mostly an out_shape: dims only
+            if all(type(item) in _DIMS for item in value):
+                return value
             return cls(self._value(item, net, prefix) for item in value)
         if isinstance(value, CodeWrapper) and type(value.code) is str:  # code: tied as a str is
             ties = self._ties(wrapper_code(value))
