@@ -373,7 +373,7 @@ def test_inert_options_are_only_resolved_into_the_scope():
     from returnn.tf.layers.base import LayerBase
 
     assert graph_rules.INERT_OPTIONS == {"name_scope"}
-    assert "out_shape is not None" in inspect.getsource(LayerBase.get_out_data_from_opts)
+    assert "out_shape is not None" in inspect.getsource(LayerBase._base_get_out_data_from_opts)
     for name in ("random", "constant"):
         assert _resolves(_layer_classes()[name], "shape_deps")
 

@@ -76,12 +76,20 @@ _FROM_KEYWORDS = KEYWORDS["from"]
 _SKIP, _LITERAL, _CHECKED = "skip", "literal", "checked"
 _HANDLING = (
     {key: _LITERAL for key in LITERAL_OPTIONS if key != "activation"}  # activation: code if it holds "("
-    | {key: _CHECKED for key in (*UNSET_VALUES, "shape_deps", "from", "unit", "subnetwork")}
+    | {key: _CHECKED for key in (*UNSET_VALUES, "shape_deps", "from", "unit", "subnetwork", "out_shape")}
     | {key: _SKIP for key in INERT_OPTIONS}
 )
 
 _WORD_SPLIT = re.compile(r"[^A-Za-z0-9_]+")
 _DOTTED_SPLIT = re.compile(r"[^A-Za-z0-9_.]+")
+
+
+def _same_base(dim: DimRef) -> DimRef:
+    """Rule "out-shape": the dim a same_as copy is a copy of (RETURNN's Dim equality, by which verify_out_shape
+    matches the output's dims, takes a copy for its base)."""
+    while dim.copy_of is not None:
+        dim = dim.copy_of
+    return dim
 
 
 class Graph(NameResolver):
@@ -177,6 +185,9 @@ class Graph(NameResolver):
             if key == "shape_deps" and no_shape_deps(desc):  # rule "empty-shape-deps"
                 continue
             value = desc[key]
+            if key == "out_shape" and type(value) is set and all(type(dim) is DimRef for dim in value):
+                node[key] = {_same_base(dim) for dim in value}  # rule "out-shape"
+                continue
             if key == "from":  # rule "from-list"; "from" is a reference option of every class (see _option)
                 value = [value] if type(value) is str else list(value) if type(value) is tuple else value
                 node[key] = self._references(value, layer.net, _FROM_KEYWORDS, layer.prefix)
@@ -221,7 +232,7 @@ class Graph(NameResolver):
                 node[f"@default {key}"] = self._references(name, net, frozenset(), layer.prefix)
         if desc.get("loss") and "target" not in desc:  # the default target, if a layer has its name
             targets = {
-                key: found for key in self._target_keys if (found := self._target(key, net, layer.prefix)) != key
+                key: self._resolve(key, net) for key in self._target_keys if type(self._lookup(key, net)) is tuple
             }
             if targets:
                 node["@default target"] = targets
@@ -393,7 +404,9 @@ class Graph(NameResolver):
             return out if cls is list else tuple(out)
         if cls in _DIMS:
             return value
-        if cls is set or cls is frozenset:
+        if cls is set or cls is frozenset:  # mostly an out_shape: dims only
+            if all(type(item) in _DIMS for item in value):
+                return value
             return cls(self._value(item, net, prefix) for item in value)
         if isinstance(value, CodeWrapper) and type(value.code) is str:  # code: tied as a str is
             ties = self._ties(wrapper_code(value))

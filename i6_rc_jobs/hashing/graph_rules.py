@@ -86,7 +86,9 @@ RULES: dict[str, Rule] = {
             "out-shape",
             "An 'out_shape' is hashed, but a copy alias ('copy-alias') or a namespace subnetwork "
             "('subnetwork-namespace') may carry one if it is the one of the layer whose output it passes on (the same "
-            "dims): the same check on the same output, and a single source broadcasts nothing.",
+            "dims): the same check on the same output, and a single source broadcasts nothing. The dims of an "
+            "out_shape are hashed as their same_as base: verify_out_shape matches them by RETURNN's Dim equality, "
+            "which takes a copy for its base.",
         ),
         Rule(
             "unset-options",

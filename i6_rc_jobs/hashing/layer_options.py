@@ -43,7 +43,7 @@ COMMON: dict[str, Reading] = {
         literal="loss loss_scale loss_only_on_non_search",
         code="loss_opts",
     ),
-    "out_shape": Reading("literal", f"{_BASE}.get_out_data_from_opts"),  # also allows broadcasting all sources
+    "out_shape": Reading("literal", f"{_BASE}._base_get_out_data_from_opts"),  # also lets all sources broadcast
     "name_scope": Reading("inert", f"{_BASE}.get_absolute_name_scope_prefix"),  # resolved into the parameter scope
     **_options(
         f"{_BASE}.__init__",
