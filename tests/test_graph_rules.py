@@ -29,6 +29,16 @@ def relu(source: str) -> dict:
     return {"class": "activation", "activation": "relu", "from": source}
 
 
+def tanh(source: str) -> dict:
+    return {"class": "activation", "activation": "tanh", "from": source}
+
+
+def seeded_variable() -> Net:
+    """A subnetwork body whose one variable (a non-static random layer of an explicit seed) is named by its scope."""
+    weight = {"class": "random", "shape": [in_dim], "distribution": "uniform", "minval": 0.0, "maxval": 1.0}
+    return {"w": {**weight, "seed": 3, "static": False}, "output": plus("data", "w")}
+
+
 def linear(source: Any, out_dim: Dim = hidden_dim, **options: Any) -> dict:
     return {"class": "linear", "from": source, "out_dim": out_dim, **options}
 
@@ -127,30 +137,30 @@ CASES: dict[str, tuple[Net, Net, Net]] = {
         {"ff": linear("data", name_scope="enc/ff"), "output": out("ff")},
         {"ff": linear("data", name_scope="enc/ff2"), "output": out("ff")},
     ),
-    "subnetwork-namespace": (
+    "subnetwork-namespace": (  # no layer draws from a random generator (see test_a_subnetwork_shifts_the_seeds)
         {
-            "ff": linear("data"),
-            "block": {"class": "subnetwork", "from": "ff", "subnetwork": {"act": relu("data"), "output": out("act")}},
+            "ff": relu("data"),
+            "block": {"class": "subnetwork", "from": "ff", "subnetwork": {"act": tanh("data"), "output": out("act")}},
             "output": out("block"),
         },
-        {"ff": linear("data"), "act": relu("ff"), "output": out("act")},
+        {"ff": relu("data"), "act": tanh("ff"), "output": out("act")},
         {
-            "ff": linear("data"),
-            "block": {"class": "subnetwork", "from": "ff", "subnetwork": {"act": relu("data"), "output": out("data")}},
+            "ff": relu("data"),
+            "block": {"class": "subnetwork", "from": "ff", "subnetwork": {"act": tanh("data"), "output": out("data")}},
             "output": out("block"),
         },
     ),
-    "subnetwork-scope": (
-        {"lstms.0": scoped("lstms/0", {"ff": linear("data"), "output": out("ff")}), "output": out("lstms.0")},
+    "subnetwork-scope": (  # a variable of an explicit seed: named by its scope, drawing from no generator
+        {"lstms.0": scoped("lstms/0", seeded_variable()), "output": out("lstms.0")},
         {
             "lstms": {
                 "class": "subnetwork",
                 "from": "data",
-                "subnetwork": {"0": scoped(None, {"ff": linear("data"), "output": out("ff")}), "output": out("0")},
+                "subnetwork": {"0": scoped(None, seeded_variable()), "output": out("0")},
             },
             "output": out("lstms"),
         },
-        {"lstms.0": scoped("lstms/1", {"ff": linear("data"), "output": out("ff")}), "output": out("lstms.0")},
+        {"lstms.0": scoped("lstms/1", seeded_variable()), "output": out("lstms.0")},
     ),
     "copy-alias": (
         {"ff": linear("data"), "act": relu("ff"), "output": out("act")},
@@ -416,3 +426,23 @@ def test_a_reuse_params_map_ties_only_the_layers_it_names():
     net = {"w": weight, "ff": ff, "output": out("ff")}
     elsewhere = {"class": "subnetwork", "from": "data", "subnetwork": {"w": relu("data"), "output": out("data")}}
     assert graph_hash(net) == graph_hash({**net, "unused": elsewhere})
+
+
+def test_a_subnetwork_shifts_the_seeds_of_the_initializers_so_a_net_with_one_is_no_namespace():
+    """Rule "subnetwork-namespace" holds only where no layer draws from a random generator: RETURNN seeds each
+    subnetwork by a draw from its parent's generator, so wrapping a layer into one gives the linear layer built after
+    it other initial values, which the graph hash must tell apart."""
+    from i6_rc_jobs.training_semantics import training_differences, training_fingerprint
+
+    wrapped = {
+        "block": {"class": "subnetwork", "from": "data", "subnetwork": {"act": tanh("data"), "output": out("act")}},
+        "ff": linear("block"),
+        "output": out("ff"),
+    }
+    flat = {"act": tanh("data"), "ff": linear("act"), "output": out("ff")}
+    a, b = (serializer(net, "dict").get() for net in (wrapped, flat))
+    assert same_model(a, b) == []  # the same model, up to the initializers' seeds
+    assert any(
+        "initial value" in line for line in training_differences(training_fingerprint(a)[1], training_fingerprint(b)[1])
+    )
+    assert graph_hash(wrapped) != graph_hash(flat)

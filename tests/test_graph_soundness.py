@@ -440,8 +440,9 @@ def test_a_static_random_layer_creates_no_variable():
 def test_a_subnetwork_sharing_its_scope_is_no_namespace(name_scope: Optional[str]):
     """Rule "subnetwork-scope" only for a scope of its own, with a name_scope or without (a layer named "sub"): a
     layer outside under the subnetwork's scope would be owned by SubnetworkLayer too (its trainability), so that
-    subnetwork stays a layer."""
-    variable = {"class": "variable", "shape": [in_dim]}
+    subnetwork stays a layer. (The variables are random layers of explicit seeds: a layer that draws from a random
+    generator makes every subnetwork a layer, see rule "subnetwork-namespace".)"""
+    variable = {"class": "random", "shape": [in_dim], "distribution": "uniform", "static": False, "seed": 3}
     inner = {"v": variable, "output": {"class": "copy", "from": "v"}}
     own = {"class": "subnetwork", "from": [], "subnetwork": inner}
     if name_scope is not None:

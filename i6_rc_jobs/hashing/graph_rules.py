@@ -51,7 +51,11 @@ RULES: dict[str, Rule] = {
             "whose scope no layer outside it has variables under is a namespace: its layers join the graph, a "
             "reference to it means its 'output', and 'data' inside it means its input (RETURNN's SubnetworkLayer "
             "copies nothing: its output is the layer 'output' of the subnetwork; it owns every variable under its "
-            "scope, which decides what is trainable, so one that shares its scope stays a layer).",
+            "scope, which decides what is trainable, so one that shares its scope stays a layer). Only in a network "
+            "none of whose layers draws from a random generator (one that may own parameters, a random or dropout "
+            "layer without a seed, an input or parameter dropout, eval code that may): RETURNN makes a subnetwork a "
+            "network of its own, seeded by a draw from its parent's generator (TFNetwork.__init__), so it shifts the "
+            "seeds of the layers built after it and gives its own layers others (initial values, dropout masks).",
         ),
         Rule(
             "subnetwork-scope",
@@ -357,6 +361,15 @@ PARAMETER_FREE_CLASSES = frozenset(
 #: CombineLayer's "with_bias" (any value but False or None).
 VARIABLE_OPTIONS: dict[str, tuple] = {"batch_norm": (False, None), "with_bias": (False, None)}
 VARIABLE_KEYWORDS: dict[str, str] = {"initial_output": "var"}
+
+#: Rule "subnetwork-namespace": layers that draw from their network's random generator (numpy, seeded from its parent's
+#: when a subnetwork is made: TFNetwork.__init__, returnn/tf/network.py) besides those that may own parameters
+#: (their initializers draw): these classes without an explicit "seed" (RandomLayer, RandIntLayer,
+#: RandomStateInitLayer, ResizeLayer's random mode, DropoutLayer), these options of any class (the input dropout of
+#: _ConcatInputLayer and SourceLayer, LayerBase's param_dropout and param_variational_noise), and eval code that is
+#: not a str free of "random" and "seed".
+RANDOM_DRAWING_CLASSES = frozenset({"random", "rand_int", "random_state_init", "resize", "dropout"})
+RANDOM_DRAWING_OPTIONS = frozenset({"dropout", "param_dropout", "param_variational_noise"})
 
 #: Rule "parameter-scope": classes whose variables sit under "rec/" in their scope unless name_scope is given
 #: (RecLayer and RnnCellLayer.get_absolute_name_scope_prefix), for a loop's body as for a cell unit ("lstm", ...).

@@ -12,6 +12,8 @@ from ..serialization.refs import DimRef, MarkedRef
 from .graph_rules import (
     INERT_OPTIONS,
     PARAMETER_FREE_CLASSES,
+    RANDOM_DRAWING_CLASSES,
+    RANDOM_DRAWING_OPTIONS,
     REC_SCOPE_CLASSES,
     SHAPE_DEPS_CLASSES,
     VARIABLE_KEYWORDS,
@@ -313,6 +315,19 @@ def parse(network: dict, net: Net, prefix: str, depth: int, layers: list, subs: 
         parse(desc[body], unit, layer.scope, depth + 1, layers, subs)
 
 
+def _draws_random(layer: Layer) -> bool:
+    """Rule "subnetwork-namespace": whether the layer may draw from its network's random generator."""
+    desc = layer.desc
+    if not RANDOM_DRAWING_OPTIONS.isdisjoint(desc):
+        return True
+    if desc["class"] in RANDOM_DRAWING_CLASSES:  # a variable of a random layer is initialized by its own seed
+        return desc.get("seed") is None
+    if layer.owns_parameters:
+        return True
+    code = desc.get("eval")
+    return desc["class"] == "eval" and (type(code) is not str or "random" in code or "seed" in code)
+
+
 def keep_shared_scopes(parsed: list[Union[Layer, Net]], subs: list[tuple[Net, Layer, int, int]]) -> list[Layer]:
     """Rule "subnetwork-scope": a flattened subnetwork under whose scope a layer outside it has variables
     (SubnetworkLayer would own those too) is a layer with its body, as a subnetwork with options. Returns the
@@ -321,10 +336,11 @@ def keep_shared_scopes(parsed: list[Union[Layer, Net]], subs: list[tuple[Net, La
         (layer.scope, i) for i, layer in enumerate(parsed) if type(layer) is Layer and layer.owns_parameters
     )
     scopes = [scope for scope, _ in owners]
+    seeded = any(type(layer) is Layer and _draws_random(layer) for layer in parsed)  # rule "subnetwork-namespace"
     for sub, flat, start, end in subs:
         prefix = flat.prefix  # ends with "/": the scopes under it sort from prefix to prefix[:-1] + "0"
         found = range(bisect.bisect_left(scopes, prefix), bisect.bisect_left(scopes, prefix[:-1] + "0"))
-        if all(start <= owners[i][1] < end for i in found):
+        if not seeded and all(start <= owners[i][1] < end for i in found):
             continue
         sub.kind, sub.sources = "subnet", None
         sub.owner = parsed[start - 1] = Layer(flat.name, flat.desc, flat.net, flat.prefix, sub)
