@@ -101,7 +101,9 @@ class NamedRef(tuple):
         parts = f"{module}.{qualname}".split(".") if type(module) is str and type(qualname) is str else [""]
         for part in parts:
             if not part.isidentifier() or keyword.iskeyword(part):
-                raise SerializationError(f"{module!r}:{qualname!r} is no dotted identifier: the config cannot import it")
+                raise SerializationError(
+                    f"{module!r}:{qualname!r} is no dotted identifier: the config cannot import it"
+                )
         return super().__new__(cls, (module, qualname))
 
     def __getnewargs__(self) -> tuple:
