@@ -14,22 +14,10 @@ from pathlib import Path
 import pytest
 
 from tests.support.sisyphus_setup import REPO, make_setup, run_manager
+from tests.test_code_hash import HELPER, MODEL
 
 pytestmark = pytest.mark.slow  # each manager start starts a build server that imports torch
 
-MODEL = textwrap.dedent("""
-    import torch
-
-
-    class Model(torch.nn.Module):
-        def __init__(self, dim: int):
-            super().__init__()
-            self.linear = torch.nn.Linear(dim, dim)
-
-
-    def train_step(*, model, extern_data, **_kwargs):
-        pass
-    """)
 #: A manager start: the serializer's written code and hash, alike after a pickle round trip and a deep copy, and
 #: whether the manager imported torch or the model.
 MANAGER = textwrap.dedent("""
@@ -43,20 +31,20 @@ MANAGER = textwrap.dedent("""
     serializer = ReturnnConfigSerializer(
         {
             "backend": "torch",
-            "get_model": by_content("bc_model:Model", dim=4),
-            "train_step": by_content("bc_model:train_step"),
+            "get_model": by_content("my_model:Model", dim=4),
+            "train_step": by_content("my_model:train_step"),
         }
     )
     code, digest = serializer.get(), serializer._sis_hash().decode()
     for other in (pickle.loads(pickle.dumps(serializer)), copy.deepcopy(serializer)):
         assert (other.get(), other._sis_hash().decode()) == (code, digest)
-    imported = sorted(name for name in ("torch", "bc_model") if name in sys.modules)
+    imported = sorted(name for name in ("torch", "my_model", "act_helper") if name in sys.modules)
     print(json.dumps({"code": code, "hash": digest, "imported": imported}))
     """)
 WRITTEN = """\
 from returnn.tensor import Dim
-from bc_model import Model, train_step as train_step_
 from functools import partial
+from my_model import Model, train_step as train_step_
 
 backend = "torch"
 
@@ -68,7 +56,8 @@ train_step = train_step_
 
 @pytest.fixture
 def setup_dir(tmp_path: Path) -> Path:
-    (tmp_path / "bc_model.py").write_text(MODEL)
+    (tmp_path / "my_model.py").write_text(MODEL)
+    (tmp_path / "act_helper.py").write_text(HELPER)
     (tmp_path / "manager.py").write_text(MANAGER)
     return tmp_path
 
@@ -93,10 +82,10 @@ def test_written_as_the_plain_reference_without_importing_it_or_torch(setup_dir)
 
 def test_a_code_edit_moves_the_hash_and_a_comment_keeps_it(setup_dir):
     first = start(setup_dir)["hash"]
-    model = setup_dir / "bc_model.py"
+    model = setup_dir / "my_model.py"
     model.write_text(model.read_text().replace("import torch\n", "import torch  # the framework\n"))
     assert start(setup_dir)["hash"] == first
-    model.write_text(model.read_text().replace("Linear(dim, dim)", "Linear(dim, dim, bias=False)"))
+    model.write_text(model.read_text().replace("activation(self.linear(x))", "activation(self.linear(x)) * 2"))
     assert start(setup_dir)["hash"] != first
 
 
