@@ -228,3 +228,16 @@ def test_a_sisyphus_path_is_an_input_written_as_its_value():
     assert executed(serializer.get())["get_model"].keywords["vocab"] == "/data/vocab.txt"
     other = ReturnnConfigSerializer({"get_model": functools.partial(dict, vocab=tk.Path("/data/other.txt"))})
     assert other._sis_hash() != serializer._sis_hash()
+
+
+def test_a_by_content_marker_is_written_as_its_reference_with_its_dims_without_importing_it():
+    from i6_rc_jobs import by_content
+
+    model_dim = Dim(32, name="model")
+    marker = by_content("not_importable_here.models:Model", Dim(9, name="input"), model_dim=model_dim)
+    serializer = ReturnnConfigSerializer({"get_model": marker, "dims": [model_dim]})
+    code = serializer.get()
+    assert "from not_importable_here.models import Model\n" in code and "not_importable_here" not in sys.modules
+    assert "get_model = partial(Model, input_dim, model_dim=model_dim)\n" in code and "dims = [model_dim]\n" in code
+    loaded = pickle.loads(pickle.dumps(serializer))
+    assert loaded.get() == code and type(loaded.values["get_model"].owner).__name__ == "ByContent"

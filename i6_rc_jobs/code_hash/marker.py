@@ -72,6 +72,15 @@ class ByContent:
         what = (f"{self.module}.{self.qualname}", self.args, self.kwargs, self.fingerprint().digest)
         return sis_hash_helper(("by_content", what))
 
+    def config_reference(self) -> Any:
+        """The plain reference as data, without importing it: what a :class:`~i6_rc_jobs.ReturnnConfigSerializer`
+        writes (an import of ``module.qualname``, or a ``functools.partial`` call of it with the arguments, dims among
+        them written as the config's dims); it hashes it by :meth:`_sis_hash`."""
+        from ..serialization.callables import NamedRef, PartialRef
+
+        named = NamedRef(self.module, self.qualname)
+        return PartialRef(named, self.args, self.kwargs) if self.args or self.kwargs else named
+
     def reference(self) -> Any:
         """The plain reference, as a config holds it: the object (imported), or a ``functools.partial`` of it."""
         from .record import resolve

@@ -12,7 +12,7 @@ from i6_core.returnn.config import CodeWrapper
 from sisyphus.delayed_ops import DelayedBase
 from sisyphus.hash import sis_hash_helper
 
-from ..serialization.callables import PartialRef
+from ..serialization.callables import ContentRef, NamedRef, PartialRef
 from ..serialization.errors import SerializationError, describe
 from ..serialization.numpy_values import numpy_of
 from ..serialization.refs import DimRef, MarkedRef, derived_shape, literal_code
@@ -146,6 +146,10 @@ class Canonicalizer:
         if cls is PartialRef:
             func, args, keywords = self._items(value)
             return Tagged(("functools.partial", func, args, keywords))
+        if cls is NamedRef:
+            return imported_token(*value)
+        if cls is ContentRef:  # the owner's hash (the code it runs), the reference's dims by index
+            return Tagged(("by-content", self._value(value.owner), self._value(value.reference)))
         if hasattr(value, "_sis_hash") and not isinstance(value, DelayedBase):
             return Token(f"own-hash {value._sis_hash().hex()}")  # a code hash (Sisyphus hashes functions by name)
         if isinstance(value, CodeWrapper):

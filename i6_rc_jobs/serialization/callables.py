@@ -5,9 +5,10 @@ as they are (the config imports them by module and qualified name, :func:`.value
 from __future__ import annotations
 
 import functools
+import keyword
 import sys
 from types import ModuleType
-from typing import Any
+from typing import Any, Optional
 
 from i6_core.returnn.config import CodeWrapper
 
@@ -88,3 +89,70 @@ class ModuleRef(CodeWrapper):
 
     def __hash__(self) -> int:
         return hash((ModuleRef, self.name))
+
+
+class NamedRef(tuple):
+    """A function or class by (module, qualified name), never imported here: written as an import of that name, hashed
+    by it (as the object itself would be)."""
+
+    __slots__ = ()
+
+    def __new__(cls, module: str, qualname: str) -> NamedRef:
+        parts = f"{module}.{qualname}".split(".") if type(module) is str and type(qualname) is str else [""]
+        for part in parts:
+            if not part.isidentifier() or keyword.iskeyword(part):
+                raise SerializationError(
+                    f"{module!r}:{qualname!r} is no dotted identifier: the config cannot import it"
+                )
+        return super().__new__(cls, (module, qualname))
+
+    def __getnewargs__(self) -> tuple:
+        return tuple(self)
+
+    @property
+    def module(self) -> str:
+        return self[0]
+
+    @property
+    def qualname(self) -> str:
+        return self[1]
+
+    def __repr__(self) -> str:
+        return f"NamedRef({self.module}:{self.qualname})"
+
+
+class ContentRef(tuple):
+    """(reference, owner): written as ``reference`` (a :class:`NamedRef`, or a :class:`PartialRef` of one), hashed by
+    ``owner._sis_hash()`` (e.g. the code it runs) with the reference's dims by their index. What a value with a
+    ``config_reference()`` method (``by_content(...)``) becomes, so that this package needs nothing of the owner's."""
+
+    __slots__ = ()
+
+    def __new__(cls, reference: Any, owner: Any) -> ContentRef:
+        func = reference.func if type(reference) is PartialRef else reference
+        if type(func) is not NamedRef or not callable(getattr(owner, "_sis_hash", None)):
+            raise SerializationError(
+                f"config_reference() of {describe(owner)} gave {describe(reference)}: it must give a NamedRef or a "
+                f"PartialRef of one, and the object must have a _sis_hash method"
+            )
+        return super().__new__(cls, (reference, owner))
+
+    def __getnewargs__(self) -> tuple:  # pickled and deep-copied by its parts (the owner decides how it copies)
+        return tuple(self)
+
+    @property
+    def reference(self) -> Any:
+        return self[0]
+
+    @property
+    def owner(self) -> Any:
+        return self[1]
+
+    def __repr__(self) -> str:
+        return f"ContentRef({self.reference!r}, {self.owner!r})"
+
+
+def content_ref(value: Any) -> Optional[ContentRef]:
+    """The :class:`ContentRef` of a value with a ``config_reference()`` method, None for any other value."""
+    method = getattr(type(value), "config_reference", None)
+    return None if method is None else ContentRef(method(value), value)

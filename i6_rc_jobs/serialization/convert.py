@@ -14,7 +14,7 @@ from i6_core.returnn.config import CodeWrapper
 from returnn.tensor import Dim
 from returnn.tensor.marked_dim import MarkedDim
 
-from .callables import ModuleRef, PartialRef, partial_parts
+from .callables import ContentRef, ModuleRef, NamedRef, PartialRef, content_ref, partial_parts
 from .capture import DimCapture
 from .errors import SerializationError
 from .i6_core_objects import i6_core_object_value
@@ -123,6 +123,11 @@ def _convert(value: Any, capture: DimCapture, depth: int) -> Any:
         )
     if isinstance(value, ModuleType):
         return ModuleRef.of(value)
+    if cls is NamedRef:
+        return value
+    content = value if cls is ContentRef else content_ref(value)
+    if content is not None:  # by_content(...): its reference converted (dims among a partial's args), in the owner
+        return ContentRef(_convert(content.reference, capture, depth), content.owner)
     i6_core_value = i6_core_object_value(value)
     if i6_core_value is not None:
         return _convert(i6_core_value, capture, depth)

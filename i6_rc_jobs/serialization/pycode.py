@@ -12,7 +12,7 @@ from typing import Any, Callable, Iterable, NamedTuple, Optional
 from i6_core.returnn.config import CodeWrapper
 from sisyphus.delayed_ops import DelayedBase
 
-from .callables import PartialRef
+from .callables import ContentRef, NamedRef, PartialRef
 from .errors import SerializationError, describe
 from .numpy_values import check_numpy, little_endian, numpy_of, readable, stored_bytes
 from .refs import DIM_SUFFIX, MARKERS, DimRef, MarkedRef
@@ -119,6 +119,10 @@ class CodeWriter:
             return self._namedtuple(value, indent)
         if cls is PartialRef:
             return self._partial(value, indent)
+        if cls is NamedRef:
+            return self._imported(*value)
+        if cls is ContentRef:
+            return self._value(value.reference, indent)
         if not self.resolve_delayed and isinstance(getattr(value, "code", value), DelayedBase):
             return "..."  # a CodeWrapper of a Sisyphus value, or one itself
         if isinstance(value, CodeWrapper):

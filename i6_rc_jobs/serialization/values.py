@@ -12,7 +12,7 @@ from typing import Any, Callable, NamedTuple, Optional, TypeGuard
 from i6_core.returnn.config import CodeWrapper
 from sisyphus.delayed_ops import DelayedBase
 
-from .callables import PartialRef
+from .callables import ContentRef, NamedRef, PartialRef
 from .errors import SerializationError, describe
 from .numpy_values import check_numpy, numpy_brackets, numpy_of
 from .refs import MarkedRef
@@ -239,7 +239,7 @@ def _check(value: Any, depth: int) -> None:
     if depth >= NEAR_MAX_BRACKETS:
         check_brackets(value, depth)
     cls = type(value)
-    if cls in LEAF_TYPES:
+    if cls in LEAF_TYPES or cls is NamedRef:
         if cls is int:
             check_int(value)
     elif cls is dict:
@@ -250,6 +250,8 @@ def _check(value: Any, depth: int) -> None:
             except SerializationError as e:
                 e.at(key_step(key))
                 raise
+    elif cls is ContentRef:
+        _check(value.reference, depth)
     elif cls is PartialRef:
         for step, item in partial_steps(value):
             try:
