@@ -24,7 +24,7 @@ from pathlib import Path
 
 import pytest
 
-from i6_rc_jobs.builds import BuildError, Builds, client, stop_servers
+from i6_rc_jobs.builds import BuildError, Builds, client, fingerprint, probes, stop_servers
 from i6_rc_jobs.builds.client import DEFAULT_PRELOAD
 from i6_rc_jobs.builds.fingerprint import RACY_NS
 from i6_rc_jobs.builds.store import Store, UnsafeCacheError
@@ -203,6 +203,64 @@ def test_a_rebuild_logs_its_reason_once(setup, caplog):
     reasons = [record.getMessage() for record in caplog.records if "is built again" in record.getMessage()]
     assert len(reasons) == 1 and reasons[0].endswith(f"{recipe / 'bhelper.py'} changed")
     assert build_recipes.builds(recipe) == 2
+
+
+def _counting(monkeypatch, module, name: str) -> list:
+    """Wraps ``module.name`` so that each call's first argument is noted in the list returned."""
+    calls: list = []
+    real = getattr(module, name)
+
+    def counted(*args, **kwargs):
+        calls.append(args[0])
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(module, name, counted)
+    return calls
+
+
+def test_lookups_of_one_process_share_what_they_proved(setup, monkeypatch):
+    """A file read by a lookup (its stat moved since the build) is not read again by the next lookup, nor is a module
+    name it resolved looked up again: each is only stat'ed."""
+    recipe, builds, bmodels = setup
+    before = _lstm(builds, recipe, bmodels)
+    helper = recipe / "bhelper.py"
+    os.utime(helper, ns=(time.time_ns() - 10**10, time.time_ns() - 10**10))  # its content kept, its ctime moved
+    time.sleep(RACY_NS / 1e9)
+    reads = _counting(monkeypatch, fingerprint, "digest")
+    resolved = _counting(monkeypatch, probes, "resolve")
+    first = _lstm(builds, recipe, bmodels)
+    assert str(helper) in reads and resolved  # proven in this lookup
+    reads.clear()
+    resolved.clear()
+    second = _lstm(builds, recipe, bmodels)
+    assert (reads, resolved) == ([], [])
+    assert build_recipes.builds(recipe) == 1 and _hash(first) == _hash(second) == _hash(before)
+
+
+@pytest.mark.parametrize("edit", ["same size and mtime", "a package of the module's name"])
+def test_an_edit_between_two_lookups_of_one_process_is_seen(setup, edit):
+    """What a lookup proved holds only while the stats it rests on do: the ctime of an edit that kept the size and
+    mtime, the names of a directory searched for a module."""
+    recipe, builds, bmodels = setup
+    before = _lstm(builds, recipe, bmodels)
+    helper = recipe / "bhelper.py"
+    os.utime(helper, ns=(time.time_ns() - 10**10, time.time_ns() - 10**10))  # read by the lookup: its proof kept
+    time.sleep(RACY_NS / 1e9)
+    _lstm(builds, recipe, bmodels)
+    time.sleep(RACY_NS / 1e9)  # the proofs are old enough to be trusted
+    if edit == "same size and mtime":
+        st = helper.stat()
+        helper.write_text("FACTOR = 3\n")
+        os.utime(helper, ns=(st.st_atime_ns, st.st_mtime_ns))
+    else:  # a package is found before a module of its name
+        (recipe / "bhelper").mkdir()
+        (recipe / "bhelper" / "__init__.py").write_text("FACTOR = 5\n")
+    time.sleep(SETTLE_S)
+    try:
+        after = _lstm(builds, recipe, bmodels)
+    finally:
+        shutil.rmtree(recipe / "bhelper", ignore_errors=True)
+    assert build_recipes.builds(recipe) == 2 and _hash(after) != _hash(before)
 
 
 def test_a_failing_builder_leaves_no_entry_and_fails_each_time_with_its_error(setup):

@@ -31,8 +31,9 @@ from pathlib import Path
 from typing import Any, Callable, Iterable, Optional
 
 from ..imports.cache import holder, locked
-from . import job_paths, probes
+from . import job_paths
 from .fingerprint import Verifier
+from .recheck import Recheck
 from .record import ENTRY_KINDS, value_digest
 from .store import PRIVATE, Store, cache_root, sha256_hex, touch_used, write_private
 
@@ -192,13 +193,15 @@ def _as_call(call: Any) -> Call:
 
 
 class _Batch:
-    """One ``build_many``: its lookups share one verifier (each file is checked once)."""
+    """One ``build_many``: its lookups share one verifier and one recheck (each file, path and module name is checked
+    once)."""
 
     def __init__(self, builds: Builds, store: Store, fresh: bool = False):
         self.builds = builds
         self.store = store
         self.fresh = fresh
         self.verifier = Verifier()
+        self.recheck = Recheck()
         self.bases: dict[str, Optional[bool]] = {}
         self.stale: dict[str, list[Path]] = {}
         self.waiting: dict[str, float] = {}  # call digest -> when the wait for its lock began
@@ -265,10 +268,10 @@ class _Batch:
             return f"another Python: {self.builds.executable()}, not {base['python']['executable']}"
         if base["sys_path"] != self.builds.sys_path():
             return "another sys.path"
-        return _env_changed(base["env"]) or self._file_changed(base) or probes.changed(base)
+        return _env_changed(base["env"]) or self._file_changed(base) or self.recheck.changed(base)
 
     def deps_hold(self, entry: dict[str, Any]) -> bool:
-        reason = _env_changed(entry["env"]) or self._file_changed(entry) or probes.changed(entry)
+        reason = _env_changed(entry["env"]) or self._file_changed(entry) or self.recheck.changed(entry)
         if reason:
             logging.info("build cache: %s(%s) is built again: %s", entry["builder"], entry["arguments"], reason)
         return reason is None

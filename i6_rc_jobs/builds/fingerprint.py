@@ -62,9 +62,16 @@ def fingerprint(path: str, known: Optional[Fingerprint] = None, known_at_ns: int
     return [digest(path), *_stat_fields(st)]
 
 
+#: The digests this process read, by path: (the stat taken before the read, the digest, when that stat was taken).
+#: A later lookup trusts one under the rule of :func:`_trusted`, so that a file whose stat moved since its build
+#: (copied, ``chmod``) is read once per process rather than once per lookup.
+_proven: dict[str, tuple[list[int], Optional[str], int]] = {}
+
+
 class Verifier:
     """Checks fingerprints against the files as they are now; each path is checked once per verifier (one lookup or
-    one ``build_many``), so that entries sharing files (every build loads the same libraries) share the work."""
+    one ``build_many``), so that entries sharing files (every build loads the same libraries) share the work. Every
+    verifier stats each file again; a file read by an earlier one is not read again while its stat is unchanged."""
 
     def __init__(self) -> None:
         self._checked: dict[tuple[str, str, tuple], bool] = {}
@@ -79,11 +86,19 @@ class Verifier:
 
     @staticmethod
     def _unchanged(path: str, recorded: Fingerprint, recorded_at_ns: int) -> bool:
+        at = time.time_ns()
         try:
             st = os.stat(path)
         except (FileNotFoundError, NotADirectoryError):
             return recorded[0] is None
-        return _trusted(recorded, st, recorded_at_ns) or digest(path) == recorded[0]
+        if _trusted(recorded, st, recorded_at_ns):
+            return True
+        proven = _proven.get(path)
+        if proven is not None and _trusted([proven[1], *proven[0]], st, proven[2]):
+            return proven[1] == recorded[0]
+        sha = digest(path)
+        _proven[path] = (_stat_fields(st), sha, at)
+        return sha == recorded[0]
 
 
 #: The format of the kept fingerprints' file: a file of another format is not read.

@@ -1,7 +1,7 @@
 """What a build found where it looked, in a form that can be taken again later and compared: the kind of a path
 that is no regular file (missing, a directory), the names in a directory, the file a module name resolves to. The
 build process records these (:mod:`.record`) and the manager takes them again before it serves an entry
-(:mod:`.client`): both use these functions, so that "the same" means the same on both sides."""
+(:mod:`.recheck`): both use these functions, so that "the same" means the same on both sides."""
 
 from __future__ import annotations
 
@@ -57,19 +57,3 @@ def forget_listings(paths: Iterable[str]) -> None:
         finder = importlib.machinery.PathFinder._path_importer_cache(path)  # type: ignore[attr-defined]
         if finder is not None and hasattr(finder, "invalidate_caches"):
             finder.invalidate_caches()
-
-
-def changed(record: dict) -> Optional[str]:
-    """What of the probes, listings and module resolutions ``record`` holds no longer holds, None if all does."""
-    for path, found in record["probes"].items():
-        if kind(path) != found:
-            return f"{path} is now {kind(path) or 'missing'}, was {found or 'missing'}"
-    for path, digest in record["listings"].items():
-        if listing(path) != digest:
-            return f"the names in {path} changed"
-    forget_listings({directory for _, path, _ in record["modules"] for directory in path})
-    for name, path, found in record["modules"]:
-        now = resolve(name, path)
-        if now != found:
-            return f"module {name} now resolves to {(now or ['nothing'])[0]}, was {(found or ['nothing'])[0]}"
-    return None
