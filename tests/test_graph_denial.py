@@ -143,6 +143,33 @@ def _out_shape_broadcasts() -> tuple[Net, Net]:
     return net(out_shape={batch_dim, time_dim, hidden_dim, in_dim}), net()
 
 
+def _cond_branch_reads() -> tuple[Net, Net]:
+    """A cond layer's branches are subnetworks (as returnn_common's ``nn.Cond`` writes them) that read layers of the
+    net by ``base:``: what those compute counts, though only the branches name them."""
+
+    def net(scale: str) -> Net:
+        def branch(first: str, second: str) -> dict:
+            inner = {"extra": out(f"base:{first}", is_output_layer=True), "output": out(f"base:{second}")}
+            return {"class": "subnetwork", "from": [], "subnetwork": inner}
+
+        return {
+            "length": {"class": "length", "from": "data", "axis": batch_dim},
+            "empty": {"class": "compare", "from": "length", "kind": "equal", "value": 0},
+            "scaled": {"class": "eval", "from": "data", "eval": scale},
+            "shifted": {"class": "eval", "from": "data", "eval": "source(0) - 0.2"},
+            "cond": {
+                "class": "cond",
+                "from": [],
+                "condition": "empty",
+                "true_layer": branch("shifted", "scaled"),
+                "false_layer": branch("scaled", "shifted"),
+            },
+            "output": {"class": "combine", "kind": "sub", "from": ["cond", "cond/extra"]},
+        }
+
+    return net("source(0) * 0.5"), net("source(0) * 0.5 + source(0)")
+
+
 #: What each pair shows -> (the pair, the behaviour version to build it with)
 PAIRS: dict[str, tuple[Callable[[], tuple[Net, Net]], int]] = {
     "masked-computation-unit": (_masked_unit, 16),
@@ -152,6 +179,7 @@ PAIRS: dict[str, tuple[Callable[[], tuple[Net, Net]], int]] = {
     "default-from-in-a-subnetwork": (_default_from_in_a_subnetwork, 0),
     "axis-names-a-layer": (_axis_names_a_layer, 16),
     "out-shape-broadcasts": (_out_shape_broadcasts, 16),
+    "cond-branch-reads": (_cond_branch_reads, 16),
 }
 
 

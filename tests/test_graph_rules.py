@@ -129,13 +129,10 @@ CASES: dict[str, tuple[Net, Net, Net]] = {
         {"ff": linear("data"), "relu_0": relu("ff"), "output": out("relu_0")},
         {"ff": linear("data"), "act": {**relu("ff"), "activation": "tanh"}, "output": out("act")},
     ),
-    "parameter-scope": (
-        {
-            "enc": {"class": "subnetwork", "from": "data", "subnetwork": {"ff": linear("data"), "output": out("ff")}},
-            "output": out("enc"),
-        },
-        {"ff": linear("data", name_scope="enc/ff"), "output": out("ff")},
-        {"ff": linear("data", name_scope="enc/ff2"), "output": out("ff")},
+    "parameter-scope": (  # variables of explicit seeds (a subnetwork with a linear would shift its seed)
+        {"enc": {"class": "subnetwork", "from": "data", "subnetwork": seeded_variable()}, "output": out("enc")},
+        {"w": {**seeded_variable()["w"], "name_scope": "enc/w"}, "output": plus("data", "w")},
+        {"w": {**seeded_variable()["w"], "name_scope": "enc/w2"}, "output": plus("data", "w")},
     ),
     "subnetwork-namespace": (  # no layer draws from a random generator (see test_a_subnetwork_shifts_the_seeds)
         {

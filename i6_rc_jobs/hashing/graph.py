@@ -433,8 +433,10 @@ class Graph(NameResolver):
         self._nested_nets += 1
         nested = Net("nested", net, None, f"{self._where} (a net dict in an option of {net.path or 'it'})")
         nested.path = net.path
-        parse(network, nested, prefix, 1, [], [])
-        numbers = {name: self._token(item) for name, item in sorted_items(nested.layers) if type(item) is Layer}
+        parsed: list[Union[Layer, Net]] = []
+        parse(network, nested, prefix, 1, parsed, [])
+        # every layer, also those of a subnetwork in it (a cond's branch is one), by its path: all of them may run
+        numbers = {item.path: self._token(item) for item in parsed if type(item) is Layer}
         return Tagged(("@nested", numbers, self._other(nested, prefix)))
 
     def _other(self, net: Net, prefix: str) -> dict[str, Any]:
