@@ -450,10 +450,11 @@ def test_a_partials_keywords_args_and_functions_are_named_by_their_parts():
     ]
 
 
-def test_a_dim_that_is_no_longer_the_datas_is_an_identity_change():
-    """The model's output dim another dim of the same size and kind than the classes' sparse dim: the hash moves,
-    and hash-diff names the new dim where it sits."""
-    from returnn.tensor import Dim
+def test_a_dim_that_is_no_longer_another_is_an_identity_change_with_what_stood_there():
+    """Dims of one size and kind, once one dim and then two: the model's output dim no longer the classes' sparse
+    dim, the model output's feature dim a copy of the model dim that lost its ``same_as``. The new dim is said
+    where it first occurs, with the dim that stood there before."""
+    from returnn.tensor import Dim, batch_dim
 
     from i6_rc_jobs.hashing.diff import explain
 
@@ -461,7 +462,21 @@ def test_a_dim_that_is_no_longer_the_datas_is_an_identity_change():
         return _with_model(values, values["get_model"].args[0], Dim(2, name="classes"))
 
     assert list(explain(*_torch_jobs(lambda values: values, other_classes))) == [
-        f"dim#3 'classes' (first at {CONFIG}['get_model'].args[1]): (none) -> unspecified 2"
+        f"dim#3 'classes' (first at {CONFIG}['get_model'].args[1]): dim#1 'classes' unspecified 2 -> unspecified 2"
+    ]
+
+    def model_outputs(same_as: bool):
+        def edit(values: dict) -> dict:
+            model_dim = values["get_model"].keywords["model_dim"]
+            out = model_dim.copy(same_as_self=True, description="out") if same_as else Dim(32, name="out")
+            time_dim = values["extern_data"]["data"]["dims"][1]
+            return {**values, "model_outputs": {"output": {"dims": [batch_dim, time_dim, out]}}}
+
+        return edit
+
+    assert list(explain(*_torch_jobs(model_outputs(True), model_outputs(False)))) == [
+        f"dim#4 'out' (first at {CONFIG}['model_outputs']['output']['dims'][2]): dim#3 'model' unspecified 32 "
+        "-> unspecified 32"
     ]
 
 

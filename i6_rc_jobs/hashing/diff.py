@@ -364,9 +364,12 @@ def _net_lines(a: _Side, b: _Side) -> Iterator[str]:
             yield f"{b.where(change.path, a)}: {change.text()}"
             continue
         own = f"dim#{root}"
-        members = [c for c in groups[root] if not (c.path == b.first_at[root] and c.b.startswith(b.named(own) + " "))]
+        spelled = [c for c in groups[root] if c.path == b.first_at[root] and c.b.startswith(b.named(own) + " ")]
+        members = [c for c in groups[root] if c not in spelled]
         was = matching.was.get(root)
-        before = "(none)" if was is None else a.named(defs_a[was])
+        # a dim that replaces none of A's: what A has where it first occurs (another dim: a lost same_as), if anything
+        held = [c.a for c in spelled if c.a != repr(_MISSING)]
+        before = a.named(defs_a[was]) if was is not None else held[0] if held else "(none)"
         lines = list(_merged(members, a, b))
         follows = f", and {_count(len(lines), 'line that follows', 'lines that follow')} from it:" if lines else ""
         first_at = b.where(b.first_at[root], a)
