@@ -381,3 +381,146 @@ def test_a_dim_added_before_the_others_is_one_line_however_it_renumbers_them(use
         assert ": feature 11 -> feature 12" in resize and len(lines) == 3, lines
     else:
         assert len(lines) == 2, lines
+
+
+def _torch_jobs(*edits) -> list:
+    """CreateConfigJobs of the example's RETURNN-frontend config (``task12ax_rf_model.config_values()``) in a
+    ReturnnConfigSerializer, each with its values edited by one of ``edits``."""
+    from i6_rc_jobs import CreateConfigJob, ReturnnConfigSerializer
+    from recipe_examples.recipe.task12ax_rf_model import config_values
+
+    return [
+        CreateConfigJob(
+            ReturnnConfig({"backend": "torch"}, python_prolog=[ReturnnConfigSerializer(edit(config_values()))])
+        )
+        for edit in edits
+    ]
+
+
+def _with_model(values: dict, *args, **keywords) -> dict:
+    """``values`` with ``get_model`` a partial of the same model, its args and keywords replaced by those given."""
+    import functools
+
+    model = values["get_model"]
+    return {
+        **values,
+        "get_model": functools.partial(model.func, *(args or model.args), **{**model.keywords, **keywords}),
+    }
+
+
+CONFIG = "CreateConfigJob.returnn_config.python_prolog_hash[0].config"
+
+
+def test_a_config_serializers_changed_dim_is_named_by_its_value_path(tmp_path):
+    """Pickled jobs, through the command: the input dim's size, first at the data's dims (the model's first arg
+    is the same dim, so no other line)."""
+    from returnn.tensor import Dim
+
+    def resized(values: dict) -> dict:
+        data = values["extern_data"]["data"]
+        (in_dim,) = [dim for dim in data["dims"] if dim.dimension == 9]
+        bigger = Dim(10, name="input")
+        data["dims"] = [bigger if dim is in_dim else dim for dim in data["dims"]]
+        return _with_model(values, bigger, values["get_model"].args[1])
+
+    for name, job in zip("ab", _torch_jobs(lambda values: values, resized)):
+        (tmp_path / f"{name}.pkl").write_bytes(pickle.dumps(job))
+    diff = hash_diff(tmp_path / "a.pkl", tmp_path / "b.pkl")
+    assert diff.returncode == 1, diff.stderr
+    assert diff.stdout.splitlines() == [
+        f"dim#2 'input' (first at {CONFIG}['extern_data']['data']['dims'][2]): unspecified 9 -> unspecified 10"
+    ]
+
+
+def test_a_partials_keywords_args_and_functions_are_named_by_their_parts():
+    from returnn.tensor import Dim
+
+    from i6_rc_jobs.hashing.diff import explain
+    from recipe_examples.recipe.task12ax_rf_model import train_step_without_loss
+
+    def edited(values: dict) -> dict:
+        values = _with_model(values, num_heads=2, model_dim=Dim(64, name="model"))
+        return {**values, "train_step": train_step_without_loss}
+
+    module = "recipe_examples.recipe.task12ax_rf_model"
+    assert list(explain(*_torch_jobs(lambda values: values, edited))) == [
+        f"dim#3 'model' (first at {CONFIG}['get_model'].keywords['model_dim']): unspecified 32 -> unspecified 64",
+        f"{CONFIG}['get_model'].keywords['num_heads']: (missing) -> 2",
+        f"{CONFIG}['train_step']: <import {module}:train_step> -> <import {module}:train_step_without_loss>",
+    ]
+
+
+def test_a_dim_that_is_no_longer_another_is_an_identity_change_with_what_stood_there():
+    """Dims of one size and kind, once one dim and then two: the model's output dim no longer the classes' sparse
+    dim, the model output's feature dim a copy of the model dim that lost its ``same_as``. The new dim is said
+    where it first occurs, with the dim that stood there before."""
+    from returnn.tensor import Dim, batch_dim
+
+    from i6_rc_jobs.hashing.diff import explain
+
+    def other_classes(values: dict) -> dict:
+        return _with_model(values, values["get_model"].args[0], Dim(2, name="classes"))
+
+    assert list(explain(*_torch_jobs(lambda values: values, other_classes))) == [
+        f"dim#3 'classes' (first at {CONFIG}['get_model'].args[1]): dim#1 'classes' unspecified 2 -> unspecified 2"
+    ]
+
+    def model_outputs(same_as: bool):
+        def edit(values: dict) -> dict:
+            model_dim = values["get_model"].keywords["model_dim"]
+            out = model_dim.copy(same_as_self=True, description="out") if same_as else Dim(32, name="out")
+            time_dim = values["extern_data"]["data"]["dims"][1]
+            return {**values, "model_outputs": {"output": {"dims": [batch_dim, time_dim, out]}}}
+
+        return edit
+
+    assert list(explain(*_torch_jobs(model_outputs(True), model_outputs(False)))) == [
+        f"dim#4 'out' (first at {CONFIG}['model_outputs']['output']['dims'][2]): dim#3 'model' unspecified 32 "
+        "-> unspecified 32"
+    ]
+
+
+#: A manager start: a CreateConfigJob whose serializer holds by_content markers of the setup's model, pickled.
+BY_CONTENT_JOB = """
+import pickle
+import sys
+
+from i6_core.returnn.config import ReturnnConfig
+
+from i6_rc_jobs import CreateConfigJob, ReturnnConfigSerializer, by_content
+
+values = {"get_model": by_content("my_model:Model", dim=8), "train_step": by_content("my_model:train_step")}
+job = CreateConfigJob(ReturnnConfig({"backend": "torch"}, python_prolog=[ReturnnConfigSerializer(values)]))
+with open(sys.argv[1], "wb") as f:
+    pickle.dump(job, f)
+"""
+
+
+@pytest.mark.slow  # each manager start starts a build server that imports torch
+def test_a_by_content_marker_in_a_config_serializer_names_the_code_that_changed(tmp_path):
+    from tests.test_code_hash import HELPER, MODEL
+
+    (tmp_path / "my_model.py").write_text(MODEL)
+    (tmp_path / "act_helper.py").write_text(HELPER)
+    (tmp_path / "manager.py").write_text(BY_CONTENT_JOB)
+    env = dict(
+        os.environ,
+        PYTHONPATH=os.pathsep.join([str(tmp_path), str(REPO)]),
+        I6_RC_BUILD_CACHE=str(tmp_path / "cache"),
+        CUDA_VISIBLE_DEVICES="",
+    )
+    for name in ("a", "b"):
+        if name == "b":
+            model = tmp_path / "my_model.py"
+            model.write_text(model.read_text().replace("activation(self.linear(x))", "activation(self.linear(x)) * 2"))
+        done = subprocess.run(
+            [sys.executable, "manager.py", f"{name}.pkl"], cwd=tmp_path, env=env, capture_output=True, text=True
+        )
+        assert done.returncode == 0, done.stderr[-3000:]
+    diff = hash_diff(tmp_path / "a.pkl", tmp_path / "b.pkl")
+    assert diff.returncode == 1, diff.stderr
+    changed = f"module my_model ({tmp_path / 'my_model.py'}): Model.forward changed"
+    assert diff.stdout.splitlines() == [
+        f"{CONFIG}['get_model'].code: {changed}",
+        f"{CONFIG}['train_step'].code: {changed}",
+    ]

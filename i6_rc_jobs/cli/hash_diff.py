@@ -108,7 +108,10 @@ def parser() -> argparse.ArgumentParser:
         "unpickled, which runs whatever code they name: use only files you trust. Inputs not owned by you or "
         "writable by others (a job directory: the directory and its job.save) are refused unless --trust is given.",
     )
-    parser.add_argument("a", help="job directory, job.save, or pickled ReturnnConfig/ReturnnCommonSerializer")
+    parser.add_argument(
+        "a",
+        help="job directory, job.save, or pickled ReturnnConfig, ReturnnCommonSerializer or ReturnnConfigSerializer",
+    )
     parser.add_argument("b", help="the same kinds as A")
     parser.add_argument(
         "--trust", action="store_true", help="load inputs not owned by you or writable by others (they can run code)"

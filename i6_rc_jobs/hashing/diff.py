@@ -1,7 +1,9 @@
 """Why two objects hash differently in Sisyphus, as paths and values: hash-diff's engine.
 
 It descends only where Sisyphus's own hash bytes differ, so what it reports is exactly what makes the hashes
-differ; inside a ReturnnCommonSerializer it compares canonical forms, so dims show as ``dim#7 feature 2048``."""
+differ; inside a ReturnnCommonSerializer or a ReturnnConfigSerializer it compares canonical forms, so dims show as
+``dim#7 feature 2048``, a partial's parts as ``.keywords['model_dim']``, and a by_content marker the code that
+changed."""
 
 from __future__ import annotations
 
@@ -16,11 +18,12 @@ from sisyphus.job import Job
 from sisyphus.job_path import AbstractPath
 
 from ..code_hash.marker import ByContent
+from ..serialization.config_values import SerializedConfig
 from ..serialization.refs import DimRef
-from ..serialization.serialized_net import SerializedNet
+from ..serialization.serialized_code import SerializedCode
 from .canonical import Canonicalizer
 from .tokens import DimToken, Tagged, Token
-from .walks import dims_in
+from .walks import content_owners, dims_in
 from .sis_hash import canonical_form, layer_graphs
 
 
@@ -30,14 +33,14 @@ def explain(a: Any, b: Any, path: str = "") -> Iterator[str]:
         return
     if type(a) is not type(b):
         yield _line(path, a, b)
-    elif isinstance(a, SerializedNet) and a.hash_value is not None and b.hash_value is not None:
+    elif isinstance(a, SerializedCode) and a.hash_value is not None and b.hash_value is not None:
         yield from explain(a.hash_value, b.hash_value, _join(path, "hash_value."))
-    elif isinstance(a, SerializedNet) and (a.hash_value is not None or b.hash_value is not None):
+    elif isinstance(a, SerializedCode) and (a.hash_value is not None or b.hash_value is not None):
         how = ("its dicts", "hash_value") if a.hash_value is None else ("hash_value", "its dicts")
         yield f"{_join(path, 'hash_value')}: {a.hash_value!r} -> {b.hash_value!r} (hashed by {how[0]} -> by {how[1]})"
-    elif isinstance(a, SerializedNet) and a.hash_scheme != b.hash_scheme:
+    elif isinstance(a, SerializedCode) and a.hash_scheme != b.hash_scheme:
         yield f"{_join(path, 'hash_scheme')}: {a.hash_scheme!r} -> {b.hash_scheme!r}"
-    elif isinstance(a, SerializedNet):
+    elif isinstance(a, SerializedCode):
         if a.unhashed != b.unhashed:
             yield f"{_join(path, 'unhashed')}: {sorted(a.unhashed)} -> {sorted(b.unhashed)}"
         yield from _net_lines(_Side(a, path), _Side(b, path))
@@ -163,6 +166,11 @@ def _by_path(form: dict[str, Any], names: list[str]) -> dict[str, Any]:
     return {**{key: rename(value) for key, value in form.items()}, "roots": roots, "layers": layers}
 
 
+def _owner_token(owner: Any) -> Token:
+    """The token of a ContentRef's owner in a canonical form (see :class:`.canonical.Canonicalizer`)."""
+    return Canonicalizer()._value(owner)
+
+
 _SPELLED = re.compile(r"dim#(\d+) ")  # a dim's first occurrence: its index, then its definition
 
 
@@ -180,12 +188,19 @@ class _Side:
     """One serializer's canonical form and what hash-diff says of its dims: the description of each index (which the
     form leaves out: it is not hashed), where it first occurs, and the dims it is made of. A graph (hash_scheme
     "graph") is shown with its layers keyed by their paths in the dict and references said by path, so that the two
-    sides line up even where a layer added or removed renumbers the others; the numbers are said in the paths."""
+    sides line up even where a layer added or removed renumbers the others; the numbers are said in the paths.
+    ``made_by_dims``: whether values beside a dim may follow from it (a net dict's, e.g. an initializer's bounds made
+    by returnn_common from a layer's dims); a config's values are as written (a model's keywords are each its own)."""
 
-    def __init__(self, net: SerializedNet, prefix: str):
+    def __init__(self, net: SerializedCode, prefix: str):
         self.prefix = prefix
+        self.made_by_dims = not isinstance(net, SerializedConfig)
         graphs = layer_graphs(net) if net.hash_scheme == "graph" else {}
         self.canon, self.form = canonical_form(net, graphs)
+        if isinstance(net, SerializedConfig):  # its sections are config keys: ``config['get_model']``
+            self.form = {f"config[{key!r}]": value for key, value in self.form.items()}
+        #: the owners of the by_content values (ContentRefs), by the token their hash is in the form
+        self.owners = {_owner_token(owner): owner for owner in content_owners(value for _, value in net.sections())}
         self.numbers: dict[str, dict[str, int]] = {}  # graph part -> layer path -> number
         for name, graph in graphs.items():
             self.form[name] = _by_path(self.form[name], graph.names)
@@ -248,19 +263,35 @@ def _leaves(form: dict[str, Any], path: str) -> Iterator[tuple[str, Any]]:
         elif type(value) in (list, tuple):
             stack.extend((f"{at}[{i}]", item) for i, item in reversed(list(enumerate(value))))
         elif type(value) is Tagged:
-            stack.extend((f"{at}[{i}]", item) for i, item in reversed(list(enumerate(value[1:]))))
+            stack.extend(reversed(_tagged_parts(value, at)))
         else:
             yield at, value
 
 
+#: The names of the parts of tagged containers, for paths: ``config['get_model'].keywords['model_dim']``; a by_content
+#: value's reference is at the value's own path (it is what the config holds there).
+_TAGGED_STEPS = {"functools.partial": (".func", ".args", ".keywords"), "by-content": (".owner", "")}
+
+
+def _tagged_parts(value: Tagged, path: str) -> list[tuple[str, Any]]:
+    """(path, item) of the items of a tagged container: by their names if its kind has them, else by index."""
+    steps = _TAGGED_STEPS.get(value[0], ())
+    return [(path + steps[i] if i < len(steps) else f"{path}[{i}]", item) for i, item in enumerate(value[1:])]
+
+
 class _Change(NamedTuple):
     """One difference of two canonical forms: its path, the two sides as text, and the dims of B it is about (those
-    in its value in B; for a value without dims, the dims beside it in its dict, e.g. a layer's shape)."""
+    in its value in B; for a value without dims, the dims beside it in its dict, e.g. a layer's shape); or, for a
+    by_content marker's code, what changed (``said``, with no sides)."""
 
     path: str
     a: str
     b: str
     dims: set[int]
+    said: str = ""
+
+    def text(self) -> str:
+        return self.said or f"{self.a} -> {self.b}"
 
 
 _LOCAL_DEP = re.compile(r"<#(\d+)>")
@@ -330,12 +361,15 @@ def _net_lines(a: _Side, b: _Side) -> Iterator[str]:
         groups.setdefault(root, []).append(change)
     for root, change in order:
         if root is None:
-            yield f"{b.where(change.path, a)}: {change.a} -> {change.b}"
+            yield f"{b.where(change.path, a)}: {change.text()}"
             continue
         own = f"dim#{root}"
-        members = [c for c in groups[root] if not (c.path == b.first_at[root] and c.b.startswith(b.named(own) + " "))]
+        spelled = [c for c in groups[root] if c.path == b.first_at[root] and c.b.startswith(b.named(own) + " ")]
+        members = [c for c in groups[root] if c not in spelled]
         was = matching.was.get(root)
-        before = "(none)" if was is None else a.named(defs_a[was])
+        # a dim that replaces none of A's: what A has where it first occurs (another dim: a lost same_as), if anything
+        held = [c.a for c in spelled if c.a != repr(_MISSING)]
+        before = a.named(defs_a[was]) if was is not None else held[0] if held else "(none)"
         lines = list(_merged(members, a, b))
         follows = f", and {_count(len(lines), 'line that follows', 'lines that follow')} from it:" if lines else ""
         first_at = b.where(b.first_at[root], a)
@@ -370,7 +404,7 @@ def _diff_forms(
         near = frozenset(
             int(i)
             for key, item in b.items()
-            if type(item) is not dict and key not in _CHECKS
+            if side_b.made_by_dims and type(item) is not dict and key not in _CHECKS
             for i in _DIM.findall(repr(item))
         )
         yield from _diff_dicts(
@@ -383,9 +417,17 @@ def _diff_forms(
     elif type(a) in (list, tuple) and len(a) == len(b):
         for i, (x, y) in enumerate(zip(a, b)):
             yield from _diff_forms(x, y, side_a, side_b, matching, f"{path}[{i}]", beside)
+    elif type(a) is Tagged and a[0] == b[0] == "by-content":  # the owner's hash, then the reference it is written as
+        owner_a, owner_b = side_a.owners.get(a[1]), side_b.owners.get(b[1])
+        if a[1] != b[1] and isinstance(owner_a, ByContent) and isinstance(owner_b, ByContent):
+            for change in owner_a.fingerprint().changes(owner_b.fingerprint()):
+                yield _Change(path + ".code", "", "", set(), change)
+        else:
+            yield from _diff_forms(a[1], b[1], side_a, side_b, matching, path + ".owner", beside)
+        yield from _diff_forms(a[2], b[2], side_a, side_b, matching, path, beside)
     elif type(a) is Tagged and len(a) == len(b) and a[0] == b[0]:
-        for i, (x, y) in enumerate(zip(a[1:], b[1:])):
-            yield from _diff_forms(x, y, side_a, side_b, matching, f"{path}[{i}]", beside)
+        for (step, x), (_, y) in zip(_tagged_parts(a, path), _tagged_parts(b, path)):
+            yield from _diff_forms(x, y, side_a, side_b, matching, step, beside)
     elif type(a) is DimToken:
         # The same dim, renumbered or spelled out elsewhere, is no change; a changed dim in place of the one it
         # replaces is one where it is spelled out (its first occurrence in B); any other dim means other sharing.

@@ -7,6 +7,7 @@ from typing import Iterable, Iterator
 from i6_core.returnn.config import CodeWrapper
 from sisyphus.delayed_ops import DelayedBase
 
+from ..serialization.callables import ContentRef
 from ..serialization.refs import DimRef, MarkedRef
 from ..serialization.values import IMPORTED_TYPES, wrapper_code
 from .function_code import function_texts
@@ -69,6 +70,20 @@ def dims_in(values: Iterable) -> Iterator[DimRef]:
             stack.append(value.dim)
         elif isinstance(value, dict):
             stack.extend(value)
+            stack.extend(value.values())
+        elif isinstance(value, (list, tuple, set, frozenset)):
+            stack.extend(value)
+
+
+def content_owners(values: Iterable) -> Iterator[object]:
+    """The owner of every ContentRef in ``values`` (a ``by_content`` marker): what its hash is made of."""
+    stack = list(values)
+    while stack:
+        value = stack.pop()
+        if type(value) is ContentRef:
+            yield value.owner
+            stack.append(value.reference)
+        elif isinstance(value, dict):
             stack.extend(value.values())
         elif isinstance(value, (list, tuple, set, frozenset)):
             stack.extend(value)
