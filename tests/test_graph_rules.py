@@ -443,3 +443,30 @@ def test_a_subnetwork_shifts_the_seeds_of_the_initializers_so_a_net_with_one_is_
         "initial value" in line for line in training_differences(training_fingerprint(a)[1], training_fingerprint(b)[1])
     )
     assert graph_hash(wrapped) != graph_hash(flat)
+
+
+def test_in_a_loop_of_a_net_with_seeds_the_two_spellings_of_a_scalar_operation_stay_apart():
+    """Rule "scalar-operands" holds outside loops only where layers draw seeds: an eval of a subnetwork in a loop and
+    its combine with a constant are built in another order (what RETURNN moves out of the loop differs), so the
+    softmax outside gets other initial values under the same seed."""
+    from i6_rc_jobs.training_semantics import training_differences, training_fingerprint
+
+    def net(output: dict, **more: dict) -> Net:
+        step = {"class": "subnetwork", "from": "prev:acc", "subnetwork": {"output": output, **more}}
+        unit = {"acc": plus("data:source", "prev:step"), "step": step, "output": out("acc")}
+        return {
+            "loop": {"class": "rec", "from": "data", "axis": time_dim, "unit": unit},
+            "mse": {"class": "copy", "from": "loop", "loss": "mse", "target": "layer:data"},
+            "sm": {"class": "softmax", "from": "data", "out_dim": hidden_dim},
+            "output": out("sm"),
+        }
+
+    spelled = net({"class": "eval", "from": "data", "eval": "source(0) * 0.5"})
+    combined = net(
+        {"class": "combine", "kind": "mul", "from": ["data", "half"]}, half={"class": "constant", "value": 0.5}
+    )
+    a, b = (serializer(n, "dict").get() for n in (spelled, combined))
+    assert any(
+        "initial value" in line for line in training_differences(training_fingerprint(a)[1], training_fingerprint(b)[1])
+    )
+    assert graph_hash(spelled) != graph_hash(combined)

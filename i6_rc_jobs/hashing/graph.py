@@ -36,6 +36,7 @@ from .graph_scopes import (
     is_layer,
     is_net,
     is_unset,
+    draws_random,
     keep_shared_scopes,
     loop_layers,
     names_variables,
@@ -108,6 +109,7 @@ class Graph(NameResolver):
         subs: list[tuple[Net, Layer, int, int]] = []  # (subnetwork, its flattened layer, its layers' range)
         parse(network, self._root, "", 0, parsed, subs)
         self._layers = keep_shared_scopes(parsed, subs)
+        self._seeded = any(draws_random(layer) for layer in self._layers)  # rules "subnetwork-namespace", "scalar-..."
         self._order: list[Layer] = []
         self.names: list[str] = []
         # for _ties, made when a string first needs them (many nets have none): a plain name -> the layers of that
@@ -258,6 +260,8 @@ class Graph(NameResolver):
         """Rule "scalar-operands": an eval or combine layer that applies a binary op to one layer and a float, as the
         combine of that layer with the float (a Scalar in "from"); None for any other layer of these classes."""
         desc = layer.desc
+        if layer.net.loop is not None and self._seeded:  # a loop may build the two spellings apart: another seed order
+            return None
         options = desc.keys() - INERT_OPTIONS - {"out_shape"}  # kept as it is: the same check of the same output
         checked = {"out_shape": desc["out_shape"]} if "out_shape" in desc else {}
         if desc["class"] == "eval":

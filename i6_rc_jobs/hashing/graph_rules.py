@@ -111,7 +111,9 @@ RULES: dict[str, Rule] = {
             "A binary operation of a layer and a float number is one node whichever way it is spelled: an eval "
             "'source(0) * 0.5' (also +, -, /, //, %, ** and tf.maximum/tf.minimum, either side) and a combine of "
             "the layer with a constant layer of that float (no shape, dtype float32) apply the same TF op to the same "
-            "float32 scalar (returnn_common b0f6e44 switched the first for the second in 2022-05).",
+            "float32 scalar (returnn_common b0f6e44 switched the first for the second in 2022-05). Not inside a loop "
+            "of a net whose layers draw from a random generator: which layers RETURNN moves out of a loop, and so "
+            "the order in which layers draw their seeds, depends on how they are spelled.",
         ),
         Rule(
             "empty-shape-deps",

@@ -315,7 +315,7 @@ def parse(network: dict, net: Net, prefix: str, depth: int, layers: list, subs: 
         parse(desc[body], unit, layer.scope, depth + 1, layers, subs)
 
 
-def _draws_random(layer: Layer) -> bool:
+def draws_random(layer: Layer) -> bool:
     """Rule "subnetwork-namespace": whether the layer may draw from its network's random generator."""
     desc = layer.desc
     if not RANDOM_DRAWING_OPTIONS.isdisjoint(desc):
@@ -336,7 +336,7 @@ def keep_shared_scopes(parsed: list[Union[Layer, Net]], subs: list[tuple[Net, La
         (layer.scope, i) for i, layer in enumerate(parsed) if type(layer) is Layer and layer.owns_parameters
     )
     scopes = [scope for scope, _ in owners]
-    seeded = any(type(layer) is Layer and _draws_random(layer) for layer in parsed)  # rule "subnetwork-namespace"
+    seeded = any(type(layer) is Layer and draws_random(layer) for layer in parsed)  # rule "subnetwork-namespace"
     for sub, flat, start, end in subs:
         prefix = flat.prefix  # ends with "/": the scopes under it sort from prefix to prefix[:-1] + "0"
         found = range(bisect.bisect_left(scopes, prefix), bisect.bisect_left(scopes, prefix[:-1] + "0"))
