@@ -167,9 +167,8 @@ def _work_job_ids(setup: Path) -> list[str]:
     return sorted(str(p.parent.relative_to(setup / "work")) for p in (setup / "work").rglob("job.save"))
 
 
-def _train_dir(setup: Path) -> Path:
-    (job,) = (setup / "work").glob(TRAIN + "*")
-    return job
+def _train_dirs(setup: Path) -> list[Path]:
+    return sorted((setup / "work").glob(TRAIN + "*"))
 
 
 def _submissions(job: Path, task: str) -> list[dict]:
@@ -212,16 +211,20 @@ def test_slurm_example_same_outputs_and_hashes_as_local_engine(slurm_cluster, tm
     _check_example_outputs(setup)
     assert _work_job_ids(setup) == _job_ids(setup, "local") == _job_ids(setup, "slurm")
 
-    train = _train_dir(setup)
-    (slurm_id,) = _slurm_job_ids(train, "run")
-    info = _scontrol(slurm_id)
-    assert info["JobName"] == train.relative_to(setup / "work").as_posix().replace("/", ".") + ".run", info
-    assert info["JobState"] == "COMPLETED" and info["ExitCode"] == "0:0", info
-    # The worker ran inside that Slurm job: its log is the engine log named after SLURM_ARRAY_JOB_ID.
-    assert (train / "log.run.1").samefile(train / "engine" / f"{info['JobName']}.{slurm_id}.1")
-    (check,) = (setup / "work").glob("i6_rc_jobs/jobs/create_config/CreateConfigJob.*")
-    assert len(_slurm_job_ids(check, "check_networks")) == 1
-    assert [s["engine_name"] for s in _submissions(check, "run")] == ["local"]  # a mini task: on the manager's machine
+    trains = _train_dirs(setup)
+    assert len(trains) == 2, trains  # the returnn_common model (TensorFlow) and the RETURNN-frontend one (PyTorch)
+    for train in trains:
+        (slurm_id,) = _slurm_job_ids(train, "run")
+        info = _scontrol(slurm_id)
+        assert info["JobName"] == train.relative_to(setup / "work").as_posix().replace("/", ".") + ".run", info
+        assert info["JobState"] == "COMPLETED" and info["ExitCode"] == "0:0", info
+        # The worker ran inside that Slurm job: its log is the engine log named after SLURM_ARRAY_JOB_ID.
+        assert (train / "log.run.1").samefile(train / "engine" / f"{info['JobName']}.{slurm_id}.1")
+    checks = sorted((setup / "work").glob("i6_rc_jobs/jobs/create_config/CreateConfigJob.*"))
+    assert len(checks) == len(trains), checks
+    for check in checks:
+        assert len(_slurm_job_ids(check, "check_networks")) == 1
+        assert [s["engine_name"] for s in _submissions(check, "run")] == ["local"]  # a mini task: on the manager
     print(f"example on Slurm: {secs:.1f} s", file=sys.stderr)
 
 
