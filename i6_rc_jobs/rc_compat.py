@@ -54,6 +54,8 @@ import traceback
 import types
 from typing import Any, Optional
 
+from .loaded_modules import module_file
+
 __all__ = ["apply", "missing", "not_applied", "failure_hint"]
 
 _APPLIED = "_i6_rc_jobs_rc_compat_applied"
@@ -111,11 +113,7 @@ def failure_hint(trace: Optional[types.TracebackType]) -> Optional[str]:
     files = {os.path.abspath(frame.filename) for frame in traceback.extract_tb(trace)}
     hints = []
     for name, module in sorted(sys.modules.items()):
-        if (
-            name.rsplit(".", 1)[-1] != "nn"
-            or "returnn_common" not in name
-            or not (file := getattr(module, "__file__", None))
-        ):
+        if name.rsplit(".", 1)[-1] != "nn" or "returnn_common" not in name or not (file := module_file(module)):
             continue
         package = os.path.dirname(os.path.abspath(file)) + os.sep
         said = not_applied(module) if any(f.startswith(package) for f in files) else None

@@ -55,6 +55,8 @@ DEFAULT_PRELOAD = (
     "returnn_common.nn",
     "i6_rc_jobs.rc_compat",
     "i6_rc_jobs.serialization.capture",
+    "i6_rc_jobs.serialization.convert",
+    "i6_rc_jobs.code_hash",
 )
 #: How long a manager waits between looks at a lock another manager holds.
 _POLL_S = 0.05

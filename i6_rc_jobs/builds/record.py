@@ -20,6 +20,7 @@ import re
 import sys
 from typing import Any, Iterable, Optional
 
+from ..loaded_modules import module_file, module_value
 from . import probes
 from .fingerprint import digest
 
@@ -161,8 +162,8 @@ def module_files(since: Optional[dict[str, Any]] = None) -> list[str]:
     for name, module in list(sys.modules.items()):
         if since is not None and since.get(name) is module:
             continue
-        path = getattr(module, "__file__", None)
-        if isinstance(path, str) and probes.kind(path) == "file":
+        path = module_file(module)
+        if path is not None and probes.kind(path) == "file":
             files.setdefault(os.path.abspath(path))
     return list(files)
 
@@ -174,16 +175,23 @@ def _skipped(path: str, exclude: Optional[str]) -> bool:
     return exclude is not None and (path + "/").startswith(exclude.rstrip("/") + "/")
 
 
-def looked_at(exclude: Optional[str] = None) -> tuple[list[str], dict[str, Optional[str]]]:
+def looked_at(
+    exclude: Optional[str] = None, since: Optional[dict[str, Any]] = None
+) -> tuple[list[str], dict[str, Optional[str]]]:
     """The regular files opened for reading or stat'd so far, and what was found at the other paths opened or stat'd
     (:func:`.probes.kind`: missing, a directory), except: the bytecode of loaded modules (see :func:`module_files`),
     the volatile files, those under ``exclude``, and those the process also wrote or touched (its own outputs and
     caches, e.g. RETURNN's compiled native code, are no inputs). A file opened for reading and writing is an input
-    if its content is the same as before it was opened, else an output."""
+    if its content is the same as before it was opened, else an output. With ``since`` (as for
+    :func:`module_files`), only the bytecode of modules loaded since is left out: the rest is a dependency too."""
     for path, before in _read_write.items():
         (_opened.setdefault(path) if path not in _written and digest(path) == before else _written.add(path))
     _read_write.clear()
-    bytecode = {getattr(module, "__cached__", None) for module in list(sys.modules.values())}
+    bytecode = {
+        module_value(module, "__cached__")
+        for name, module in list(sys.modules.items())
+        if since is None or since.get(name) is not module
+    }
     files, found = [], {}
     for path in [*_opened, *_looked_at]:
         if path in _written or path in bytecode or _skipped(path, exclude):

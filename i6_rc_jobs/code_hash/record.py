@@ -11,6 +11,7 @@ import sys
 import sysconfig
 from typing import Any, Optional
 
+from ..loaded_modules import module_file
 from .fingerprint import DEFAULT_LIBRARIES, TOOLS, CodeFingerprint
 from .normalize import code_digest, definition_digests
 
@@ -79,7 +80,7 @@ def _installed() -> tuple[str, ...]:
 
 
 def _package_root(module: Any) -> Optional[str]:
-    path = getattr(module, "__file__", None)
+    path = module_file(module)
     return os.path.dirname(os.path.realpath(path)) + os.sep if path else None
 
 
@@ -93,7 +94,7 @@ def _split(libraries: tuple[str, ...]) -> tuple[dict[str, str], set[str]]:
     outside = _installed() + tuple(sorted(root for root in roots if root))
     setup: dict[str, str] = {}
     for name, module in modules.items():
-        path = getattr(module, "__file__", None)
+        path = module_file(module)
         if name.partition(".")[0] in (*libraries, *TOOLS) or not path or not path.endswith(".py"):
             continue  # a library's or a tool's; built in, frozen, an extension, a namespace package
         path = os.path.realpath(path)

@@ -8,6 +8,7 @@ import types
 from typing import Any, Optional
 
 from ..serialization.values import IMPORTED_TYPES
+from .containers import leaves
 
 #: What the search takes for code that runs: functions and classes searched like the value itself.
 _CODE_TYPES = (types.FunctionType, type)
@@ -38,7 +39,7 @@ def function_texts(value: Any) -> Optional[list[str]]:
         if _made_by_namedtuple(item):  # its code is collections' template, which reads no names
             continue
         try:
-            inspect.getsource(item)  # only code whose source is had is known to read no more than its strings
+            inspect.findsource(item)  # only code whose source is had is known to read no more than its strings
         except (OSError, TypeError):  # no file or no line for it: C code, exec, the interactive prompt
             return None
         if isinstance(item, type):
@@ -78,16 +79,9 @@ def _contents(cell: Any) -> list[Any]:
 def _strings(value: Any, functions: list[Any]) -> list[str]:
     """The str in ``value`` (in containers too); functions and classes in it go to ``functions``."""
     found: list[str] = []
-    stack = [value]
-    while stack:
-        item = stack.pop()
+    for item in leaves((value,), keys=True):
         if type(item) is str:
             found.append(item)
-        elif isinstance(item, dict):
-            stack.extend(item)
-            stack.extend(item.values())
-        elif isinstance(item, (list, tuple, set, frozenset)):
-            stack.extend(item)
         elif isinstance(item, IMPORTED_TYPES):
             functions.append(item)
     return found

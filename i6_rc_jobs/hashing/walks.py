@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Iterable, Iterator
+from typing import Any, Iterable, Iterator
 
 from i6_core.returnn.config import CodeWrapper
 from sisyphus.delayed_ops import DelayedBase
@@ -10,6 +10,7 @@ from sisyphus.delayed_ops import DelayedBase
 from ..serialization.callables import ContentRef
 from ..serialization.refs import DimRef, MarkedRef
 from ..serialization.values import IMPORTED_TYPES, wrapper_code
+from .containers import leaves
 from .function_code import function_texts
 
 
@@ -20,15 +21,9 @@ def code_texts(values: Iterable) -> tuple[list[str], bool]:
     a function whose source cannot be had."""
     codes: list[str] = []
     unreadable = False
-    stack = list(values)
-    while stack:
-        value = stack.pop()
+    for value in leaves(values):
         if type(value) is str:
             codes.append(value)
-        elif isinstance(value, dict):
-            stack.extend(value.values())
-        elif isinstance(value, (list, tuple, set, frozenset)):
-            stack.extend(value)
         elif isinstance(value, CodeWrapper) and type(value) not in (DimRef, MarkedRef):
             if isinstance(value.code, DelayedBase):
                 unreadable = True
@@ -43,47 +38,32 @@ def code_texts(values: Iterable) -> tuple[list[str], bool]:
 
 def strings_in(values: Iterable) -> Iterator[str]:
     """Every str in ``values``: dict keys and values, container items."""
-    stack = list(values)
-    while stack:
-        value = stack.pop()
-        if type(value) is str:
-            yield value
-        elif isinstance(value, dict):
-            stack.extend(value)
-            stack.extend(value.values())
-        elif isinstance(value, (list, tuple, set, frozenset)):
-            stack.extend(value)
+    return (value for value in leaves(values, keys=True) if type(value) is str)
 
 
 def dims_in(values: Iterable) -> Iterator[DimRef]:
     """Every DimRef in ``values`` (in containers, marked dims, and what they are derived from), once."""
-    stack = list(values)
     seen: set[int] = set()
-    while stack:
-        value = stack.pop()
-        if type(value) is DimRef:
-            if id(value) not in seen:
-                seen.add(id(value))
-                yield value
-                stack.extend(value.dependencies())
-        elif type(value) is MarkedRef:
-            stack.append(value.dim)
-        elif isinstance(value, dict):
-            stack.extend(value)
-            stack.extend(value.values())
-        elif isinstance(value, (list, tuple, set, frozenset)):
-            stack.extend(value)
+    expanded: set[int] = set()
+
+    def parts(value: Any) -> Iterable:
+        if type(value) is MarkedRef:
+            return (value.dim,)
+        if type(value) is DimRef and id(value) not in expanded:
+            expanded.add(id(value))
+            return value.dependencies()
+        return ()
+
+    for value in leaves(values, keys=True, expand=parts):
+        if type(value) is DimRef and id(value) not in seen:
+            seen.add(id(value))
+            yield value
 
 
 def content_owners(values: Iterable) -> Iterator[object]:
     """The owner of every ContentRef in ``values`` (a ``by_content`` marker): what its hash is made of."""
-    stack = list(values)
-    while stack:
-        value = stack.pop()
-        if type(value) is ContentRef:
-            yield value.owner
-            stack.append(value.reference)
-        elif isinstance(value, dict):
-            stack.extend(value.values())
-        elif isinstance(value, (list, tuple, set, frozenset)):
-            stack.extend(value)
+    return (value.owner for value in leaves(values, expand=_reference) if type(value) is ContentRef)
+
+
+def _reference(value: Any) -> Iterable:
+    return (value.reference,) if type(value) is ContentRef else ()
