@@ -1,5 +1,5 @@
 """What a loaded module is, read without running its code: RETURNN registers its old module names (``TFNetwork``,
-``SprintCache``, ...) as lazy loaders that import the module on attribute access, and a module's ``__getattr__``
+``SprintCache``, ...) as lazy loaders that import the module on any attribute access, and a module's ``__getattr__``
 (PEP 562) may import too. Going through ``sys.modules`` with ``getattr(module, "__file__")`` would import them: a
 build would pay for modules nothing used (about 40 of RETURNN's, 0.5 s without bytecode) and depend on them."""
 
@@ -10,7 +10,10 @@ from typing import Any, Optional
 
 def module_value(module: Any, name: str) -> Any:
     """``module.<name>`` if the module holds it already, else None (never a lazy import)."""
-    namespace = getattr(module, "__dict__", None)  # found without __getattr__: every module has one
+    try:  # past the module's own __getattribute__ (RETURNN's lazy loaders import on any attribute, __dict__ too)
+        namespace = object.__getattribute__(module, "__dict__")
+    except AttributeError:  # not a module: an object without a __dict__
+        return None
     return namespace.get(name) if isinstance(namespace, dict) else None
 
 
