@@ -16,18 +16,40 @@ def pytest_deselected(items):
         raise pytest.UsageError(f"I6_RC_REQUIRE_SLURM=1, but the Slurm tests are deselected ({left_out[0]}, ...)")
 
 
-def pytest_sessionfinish(session, exitstatus):
-    """A test ends every process it starts: after the last fixture is torn down, no process started by this pytest
-    may still run (a leftover holds memory and, for RETURNN, its compile locks)."""
+def _end_left_running() -> list[str]:
+    """The processes started by this pytest that still run (not zombies), each described; all of them killed."""
     import psutil
 
-    me = psutil.Process()
-    left = [child for child in me.children(recursive=True) if child.status() != psutil.STATUS_ZOMBIE]
+    left = [child for child in psutil.Process().children(recursive=True) if child.status() != psutil.STATUS_ZOMBIE]
     _, alive = psutil.wait_procs(left, timeout=10)
-    if alive:
-        for child in alive:
-            print(f"\nleft running by the tests (now killed): pid {child.pid}: {' '.join(child.cmdline())[:300]}")
+    said = []
+    for child in alive:
+        try:
+            said.append(f"{' '.join(child.cmdline())[:300]} (pid {child.pid})")
             child.kill()
+        except psutil.NoSuchProcess:
+            continue
+    return said
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_teardown(item, nextitem):
+    """A test ends every process it starts: once a test module's last fixture is torn down, no process started by
+    this pytest may still run (a leftover holds memory and, for RETURNN, its compile locks). The module's last test
+    fails at teardown, naming what was left running (which is killed)."""
+    result = yield
+    if nextitem is None or nextitem.module is not item.module:
+        left = _end_left_running()
+        if left:
+            raise RuntimeError("left running by this test module (now killed): " + "; ".join(left))
+    return result
+
+
+def pytest_sessionfinish(session, exitstatus):
+    """The same check at the end of the session, for what outlived even that."""
+    left = _end_left_running()
+    if left:
+        print("\nleft running by the tests (now killed): " + "; ".join(left))
         session.exitstatus = 1
 
 
