@@ -98,6 +98,14 @@ def block(inner: str, output_reads: str) -> dict:
     return {"class": "subnetwork", "from": "ff", "concat_sources": True, "subnetwork": subnetwork}
 
 
+def checked_block(activation: str, subnetwork_checks: bool) -> dict:
+    """A subnetwork layer with an option of its own whose output layer checks its out_shape; the subnetwork layer
+    checks the same if ``subnetwork_checks``."""
+    subnetwork = {"act": {**relu("data"), "activation": activation}, "output": {**out("act"), "out_shape": checked}}
+    layer = {"class": "subnetwork", "from": "ff", "concat_sources": True, "subnetwork": subnetwork}
+    return {**layer, "out_shape": checked} if subnetwork_checks else layer
+
+
 def scoped(name_scope: Any, subnetwork: Net) -> dict:
     """A subnetwork layer of the input, with a name_scope if it is not None (returnn_common's ``lstms.0`` of
     2022-04, at ``lstms/0``)."""
@@ -276,6 +284,21 @@ MORE_CASES: dict[str, tuple[Net, Net, Net]] = {
         {"ff": linear("data"), "offset": offset(1.0), "output": plus("ff", "offset")},
         {"ff": linear("data"), "offset": offset(1.0, shape_deps=("data:data", "data")), "output": plus("ff", "offset")},
         {"ff": linear("data"), "offset": offset(2.0, shape_deps=["data:data"]), "output": plus("ff", "offset")},
+    ),
+    "out-shape": (  # returnn_common's subnetworks of 2022-11-06: the out_shape moved to a copy of the subnetwork
+        {"ff": linear("data"), "block": checked_block("relu", subnetwork_checks=True), "output": out("block")},
+        {
+            "ff": linear("data"),
+            "block": checked_block("relu", subnetwork_checks=False),
+            "mid": {**out("block"), "out_shape": checked},
+            "output": out("mid"),
+        },
+        {
+            "ff": linear("data"),
+            "block": checked_block("tanh", subnetwork_checks=False),
+            "mid": {**out("block"), "out_shape": checked},
+            "output": out("mid"),
+        },
     ),
     "static-random": (
         initialized("random", initial(stddev=0.1)),

@@ -42,6 +42,7 @@ from .graph_scopes import (
     names_variables,
     no_shape_deps,
     parse,
+    same_out_shape,
     single_source,
     sorted_items,
 )
@@ -187,6 +188,9 @@ class Graph(NameResolver):
             if key == "shape_deps" and no_shape_deps(desc):  # rule "empty-shape-deps"
                 continue
             value = desc[key]
+            if key == "out_shape" and layer.unit is not None and layer.unit.kind == "subnet":
+                if same_out_shape(desc, desc["subnetwork"].get("output")):  # rule "out-shape": the output's check
+                    continue
             if key == "out_shape" and type(value) is set and all(type(dim) is DimRef for dim in value):
                 node[key] = {_same_base(dim) for dim in value}  # rule "out-shape"
                 continue

@@ -90,7 +90,9 @@ RULES: dict[str, Rule] = {
             "out-shape",
             "An 'out_shape' is hashed, but a copy alias ('copy-alias') or a namespace subnetwork "
             "('subnetwork-namespace') may carry one if it is the one of the layer whose output it passes on (the same "
-            "dims): the same check on the same output, and a single source broadcasts nothing. The dims of an "
+            "dims): the same check on the same output, and a single source broadcasts nothing. So may any subnetwork "
+            "with a net dict, whose 'output' layer checks the same dims: SubnetworkLayer.get_out_data_from_opts "
+            "outputs a copy of that layer's output, and it takes no sources it could broadcast. The dims of an "
             "out_shape are hashed as their same_as base: verify_out_shape matches them by RETURNN's Dim equality, "
             "which takes a copy for its base.",
         ),

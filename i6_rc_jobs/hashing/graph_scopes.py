@@ -150,7 +150,23 @@ def same_out_shape(desc: dict, source: Any) -> bool:
     if "out_shape" not in desc:
         return True
     key = _out_shape_key(desc["out_shape"])
-    return key is not None and is_layer(source) and key == _out_shape_key(source.get("out_shape"))
+    return key is not None and key == _checked_dims(source)
+
+
+def _checked_dims(source: Any) -> Optional[frozenset]:
+    """The dims whose check the output of ``source`` (a layer description) passed: its out_shape's, or for a
+    subnetwork without one, those of its "output" layer (SubnetworkLayer outputs a copy of that layer's output);
+    None if nothing is known to be checked."""
+    for _ in range(MAX_DEPTH):
+        if not is_layer(source):
+            return None
+        if "out_shape" in source:
+            return _out_shape_key(source["out_shape"])
+        body = source.get("subnetwork")
+        if source["class"] != "subnetwork" or not _is_body(body):
+            return None
+        source = body.get("output")
+    return None
 
 
 def sorted_items(value: dict) -> list[tuple[Any, Any]]:
