@@ -256,9 +256,35 @@ def _short(hash_text: str) -> str:
     return hash_text.rstrip(")").rpartition(" ")[2][:8]
 
 
-def analyse(records: dict[tuple[str, str], dict], models: tuple[str, ...]) -> dict[str, Any]:
-    """Per model: the semantic class of each buildable commit (numbered by first occurrence) and each transition
-    between consecutive buildable commits, with what changed."""
+def initial_values(record: dict[str, Any], cache: pathlib.Path) -> dict[str, Any]:
+    """The initial value of every TF variable of the record's config as RETURNN's initializers draw it, graph and
+    network seeds fixed (:mod:`i6_rc_jobs.training_semantics`): computed once, then kept in the record."""
+    if "initial" not in record:
+        from bench.models import quiet_fds
+        from i6_rc_jobs.training_semantics import training_fingerprint
+
+        with quiet_fds():
+            record["initial"] = training_fingerprint(pickle.loads(record["serializer"]).get())[1].initial
+        _write(record_path(cache, record["version"], record["model"]), record)
+    return record["initial"]
+
+
+def _seed_differences(a: dict[str, Any], b: dict[str, Any]) -> list[str]:
+    """The variables whose initial values differ under the same seeds (RETURNN drew them in another order)."""
+    import numpy
+
+    return [
+        f"initial value of {name} differs under the same seeds"
+        for name in sorted(a.keys() & b.keys())
+        if numpy.shape(a[name]) != numpy.shape(b[name]) or not numpy.allclose(a[name], b[name])
+    ]
+
+
+def analyse(records: dict[tuple[str, str], dict], models: tuple[str, ...], cache: pathlib.Path) -> dict[str, Any]:
+    """Per model: the semantic class of each buildable commit (numbered by first occurrence of its fingerprint) and
+    each transition between consecutive buildable commits, with what changed. Where the fingerprints are equal and a
+    hash moved, the initial values under the same seeds decide too: a model that draws them in another order trains
+    otherwise from the same seed."""
     out: dict[str, Any] = {}
     for model in models:
         built = [(v, records[v, model]) for v in COMMITS if not records[v, model]["error"]]
@@ -275,6 +301,8 @@ def analyse(records: dict[tuple[str, str], dict], models: tuple[str, ...]) -> di
         for (a, rec_a), (b, rec_b) in zip(built, built[1:]):
             semantic = rec_a["fingerprint"].differences(rec_b["fingerprint"], losses=False)
             reported = rec_a["fingerprint"].differences(rec_b["fingerprint"])
+            if not semantic and any(rec_a["hashes"][h] != rec_b["hashes"][h] for h in HASHES):
+                semantic = _seed_differences(initial_values(rec_a, cache), initial_values(rec_b, cache))
             transitions.append(
                 {
                     "from": a,
@@ -426,7 +454,7 @@ def main(argv: Optional[list[str]] = None) -> int:
     stale = sum(r.get("hashes", {}).get("hashing", hashing_key()) != hashing_key() for r in records.values())
     if stale:
         print(f"{stale} records were hashed by other hashing code: run with --rehash", file=sys.stderr)
-    analysis = analyse(records, models)
+    analysis = analyse(records, models, args.cache)
     print(f"returnn_common at {len(COMMITS)} commits, models {', '.join(models)}\n")
     print_records(records, analysis, models)
     print_counts(analysis, models)
