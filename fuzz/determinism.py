@@ -3,7 +3,12 @@ it as config values (as a recipe puts a dim into its config) must be the same in
 
 from __future__ import annotations
 
-import multiprocessing
+import os
+import pickle
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
 from typing import Any, Optional
 
 from .dims import py
@@ -55,8 +60,7 @@ def differences_between_processes(seed: int, indices: list[int]) -> list[tuple[s
     """(signature, reproducer) for each (base, scheme) whose config hash differs between this process and a fresh
     one (spawned: another hash seed for str, nothing imported)."""
     here = config_hashes(seed, indices)
-    with multiprocessing.get_context("spawn").Pool(1) as pool:
-        there = pool.apply(config_hashes, (seed, indices))
+    there = _in_a_fresh_process(seed, indices)
     found = []
     for (index, scheme), value in sorted(here.items()):
         if there[index, scheme] != value:
@@ -64,6 +68,27 @@ def differences_between_processes(seed: int, indices: list[int]) -> list[tuple[s
                 (f"{scheme}-process-config-hash", _reproducer(seed, index, scheme, value, there[index, scheme]))
             )
     return found
+
+
+def _in_a_fresh_process(seed: int, indices: list[int]) -> dict[tuple[int, str], str]:
+    """:func:`config_hashes` in a fresh interpreter. Not a spawned pool: its resource tracker process would outlive
+    the call, up to the end of the calling process."""
+    code = (
+        "import pickle, sys\n"
+        "from fuzz.determinism import config_hashes\n"
+        "with open(sys.argv[1], 'wb') as f:\n"
+        "    pickle.dump(config_hashes(int(sys.argv[2]), [int(i) for i in sys.argv[3:]]), f)\n"
+    )
+    root = str(Path(__file__).resolve().parents[1])
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [root, os.environ.get("PYTHONPATH")]))}
+    with tempfile.TemporaryDirectory(prefix="fuzz-hashes-") as tmp:
+        out = os.path.join(tmp, "hashes.pickle")
+        args = [sys.executable, "-c", code, out, str(seed), *map(str, indices)]
+        done = subprocess.run(args, cwd=root, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+        if done.returncode != 0:
+            raise RuntimeError(f"hashing in a fresh process failed (exit {done.returncode}):\n{done.stderr[-3000:]}")
+        with open(out, "rb") as f:
+            return pickle.load(f)
 
 
 def _reproducer(seed: int, index: int, scheme: str, here: str, there: Optional[str]) -> str:
