@@ -62,7 +62,9 @@ def dims_in(values: Iterable) -> Iterator[DimRef]:
 
 def content_owners(values: Iterable) -> Iterator[object]:
     """The owner of every ContentRef in ``values`` (a ``by_content`` marker): what its hash is made of."""
-    return (value.owner for value in leaves(values, expand=_reference) if type(value) is ContentRef)
+    return (
+        value.owner for value in leaves(values, expand=_reference, whole=(ContentRef,)) if type(value) is ContentRef
+    )
 
 
 def _reference(value: Any) -> Iterable:
