@@ -460,6 +460,13 @@ def _env_changed(env: dict[str, Optional[str]]) -> Optional[str]:
     return None
 
 
+def _import_result_classes() -> None:
+    """Imports what unpickling a build's result imports (the result classes and i6_core's ReturnnConfig, about
+    0.4 s in a manager that has not imported them), so that the first result does not wait for it."""
+    from .. import serializer  # noqa: F401
+    from ..code_hash import fingerprint  # noqa: F401
+
+
 def _tail(path: Path) -> str:
     try:
         lines = path.read_text(errors="replace").splitlines()
@@ -497,6 +504,7 @@ class _Server:
             "known": known,  # the fingerprints of a base read (and so verified as signed) in this process
         }
         self._send(setup)
+        _import_result_classes()  # on another core while the server imports its libraries
         reply = self._read(timeout=None)
         if reply is None or not reply.get("ready"):
             output = _tail(self.log)
