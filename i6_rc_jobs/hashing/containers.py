@@ -16,16 +16,23 @@ def leaves(
     without recursion, and every value of a type in ``whole`` (a tuple subclass taken as one value); what ``expand``
     gives for a leaf is walked too, after the caller has seen the leaf."""
     stack = list(values)
+    pop, extend = stack.pop, stack.extend
     while stack:
-        value = stack.pop()
-        opened = type(value) not in whole
-        if opened and isinstance(value, dict):
-            if keys:
-                stack.extend(value)
-            stack.extend(value.values())
-        elif opened and isinstance(value, (list, tuple, set, frozenset)):
-            stack.extend(value)
-        else:
-            yield value
-            if expand is not None:
-                stack.extend(expand(value))
+        value = pop()
+        kind = type(value)
+        if kind not in _SCALARS and kind not in whole:
+            if isinstance(value, dict):
+                if keys:
+                    extend(value)
+                extend(value.values())
+                continue
+            if isinstance(value, (list, tuple, set, frozenset)):
+                extend(value)
+                continue
+        yield value
+        if expand is not None:
+            extend(expand(value))
+
+
+#: The types most leaves have, which are no containers (checked first: the walk is most of a hash's time).
+_SCALARS = frozenset({str, int, float, bool, type(None)})

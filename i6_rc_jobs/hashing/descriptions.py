@@ -3,12 +3,11 @@ may be read."""
 
 from __future__ import annotations
 
-import itertools
 import re
 from typing import Any, Optional
 
 from ..serialization.refs import DIM_SUFFIX, DimRef
-from .walks import code_texts, dims_in, strings_in
+from .walks import code_texts, dims_and_strings, dims_in
 
 
 def tag_name(axis: str) -> Optional[str]:
@@ -37,27 +36,26 @@ class DescriptionReadings:
     (:func:`.function_texts`). Code the manager cannot read (a CodeWrapper of a Sisyphus value, whose code is known
     only in the worker; a function whose source cannot be had) makes every description and name hashed."""
 
-    def __init__(
-        self, names: set[str], sections: list[tuple[str, Any]], any_description: bool, read_names: Optional[set[str]]
-    ):
+    def __init__(self, names: set[str], dims: list[DimRef], any_description: bool, read_names: Optional[set[str]]):
         self.names = sorted(names)
         self._any_description = any_description
         self._read_names = read_names  # None: any
-        derived = [dim for dim in dims_in(value for _, value in sections) if dim.op is not None]
+        derived = [dim for dim in dims if dim.op is not None]
         self._made_into_derived = {id(dim) for dim in dims_in(dep for dim in derived for dep in dim.dependencies())}
 
     @classmethod
     def find(cls, sections: list[tuple[str, Any]]) -> Optional[DescriptionReadings]:
         codes, unreadable = code_texts(value for _, value in sections)
-        texts = itertools.chain(strings_in(value for _, value in sections), codes)  # a function's constants too
-        names = {name for text in texts if (name := tag_name(text)) is not None}
-        any_description = unreadable or any("tag:" in code.lower() and tag_name(code) is None for code in codes)
+        dims, strings = dims_and_strings(value for _, value in sections)
+        strings.update(codes)  # a function's constants too
+        names = {name for text in strings if (name := tag_name(text)) is not None}
+        any_description = unreadable or any("tag:" in code.lower() and tag_name(code) is None for code in set(codes))
         read_names: Optional[set[str]] = None
         if not unreadable:
-            identifiers = {word for code in codes if DIM_SUFFIX in code for word in _IDENTIFIER.findall(code)}
-            read_names = {dim.name for dim in dims_in(value for _, value in sections) if dim.name in identifiers}
+            identifiers = {word for code in set(codes) if DIM_SUFFIX in code for word in _IDENTIFIER.findall(code)}
+            read_names = {dim.name for dim in dims if dim.name in identifiers}
         if names or any_description or read_names != set():
-            return cls(names, sections, any_description, read_names)
+            return cls(names, dims, any_description, read_names)
         return None
 
     def extras(self, ref: DimRef) -> str:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any, Iterable, Iterator
+from typing import Any, Iterable, Iterator, Optional
 
 from i6_core.returnn.config import CodeWrapper
 from sisyphus.delayed_ops import DelayedBase
@@ -36,13 +36,19 @@ def code_texts(values: Iterable) -> tuple[list[str], bool]:
     return codes, unreadable
 
 
-def strings_in(values: Iterable) -> Iterator[str]:
-    """Every str in ``values``: dict keys and values, container items."""
-    return (value for value in leaves(values, keys=True) if type(value) is str)
-
-
 def dims_in(values: Iterable) -> Iterator[DimRef]:
     """Every DimRef in ``values`` (in containers, marked dims, and what they are derived from), once."""
+    return _dims(values, None)
+
+
+def dims_and_strings(values: Iterable) -> tuple[list[DimRef], set[str]]:
+    """What :func:`dims_in` gives, and every str in ``values`` (dict keys and values, container items), in one walk."""
+    strings: set[str] = set()
+    return list(_dims(values, strings)), strings
+
+
+def _dims(values: Iterable, strings: Optional[set[str]]) -> Iterator[DimRef]:
+    """The dims of :func:`dims_in`, adding every str on the way to ``strings`` (if given)."""
     seen: set[int] = set()
     expanded: set[int] = set()
 
@@ -55,9 +61,12 @@ def dims_in(values: Iterable) -> Iterator[DimRef]:
         return ()
 
     for value in leaves(values, keys=True, expand=parts):
-        if type(value) is DimRef and id(value) not in seen:
+        kind = type(value)
+        if kind is DimRef and id(value) not in seen:
             seen.add(id(value))
             yield value
+        elif kind is str and strings is not None:
+            strings.add(value)
 
 
 def content_owners(values: Iterable) -> Iterator[object]:
