@@ -5,7 +5,8 @@ build would pay for modules nothing used (about 40 of RETURNN's, 0.5 s without b
 
 from __future__ import annotations
 
-from typing import Any, Optional
+import sys
+from typing import Any, Iterator, Optional
 
 
 def module_value(module: Any, name: str) -> Any:
@@ -21,3 +22,13 @@ def module_file(module: Any) -> Optional[str]:
     """The module's ``__file__``, or None (built in, a namespace package, or not loaded yet)."""
     path = module_value(module, "__file__")
     return path if isinstance(path, str) else None
+
+
+def module_files_since(since: Optional[dict[str, Any]] = None) -> Iterator[tuple[str, str]]:
+    """(name, file) of every loaded module with a file, in ``sys.modules`` order, except those that ``since`` (a copy
+    of ``sys.modules`` taken earlier) holds as the same module object."""
+    for name, module in list(sys.modules.items()):
+        if since is None or since.get(name) is not module:
+            path = module_file(module)
+            if path is not None:
+                yield name, path

@@ -20,7 +20,7 @@ import re
 import sys
 from typing import Any, Iterable, Optional
 
-from ..loaded_modules import module_file, module_value
+from ..loaded_modules import module_files_since, module_value
 from . import probes
 from .fingerprint import digest
 
@@ -159,11 +159,8 @@ def module_files(since: Optional[dict[str, Any]] = None) -> list[str]:
     source is not listed: Python takes it only while it matches the source's mtime and size, and a build process
     imports the recipe code from source, see :mod:`.server`.)"""
     files: dict[str, None] = {}
-    for name, module in list(sys.modules.items()):
-        if since is not None and since.get(name) is module:
-            continue
-        path = module_file(module)
-        if path is not None and probes.kind(path) == "file":
+    for _, path in module_files_since(since):
+        if probes.kind(path) == "file":
             files.setdefault(os.path.abspath(path))
     return list(files)
 

@@ -29,7 +29,7 @@ import traceback
 import types
 from typing import Optional
 
-from ..loaded_modules import module_file, module_value
+from ..loaded_modules import module_files_since, module_value
 from . import job_paths, record
 from .fingerprint import Kept, fingerprint, kept_path
 from .store import FORMAT, PRIVATE
@@ -84,15 +84,14 @@ def _warm() -> None:
 
 def _memo_new_module_files() -> None:
     """Adds the modules a build loaded (the builder's own module, to begin with) to the module-file memo that
-    :func:`_warm` filled: ``better_exchook`` maps every loaded module's file anew (about 20 ms over the server's 3,500
-    modules) at the first code object of a file it has not mapped. Memos only: the entries it would have added."""
+    :func:`_warm` filled: ``better_exchook`` maps every loaded module's file anew (13 to 26 ms under the profiler, over
+    the server's 3,500 modules) at the first code object of a file it has not mapped. Memos only: the entries it would
+    have added."""
     memo = module_value(sys.modules.get("returnn.util.better_exchook"), "_loaded_module_from_filename_cache")
     if not isinstance(memo, dict):
         return
-    for name, module in list(sys.modules.items()):
-        path = module_file(module) if name not in _loaded else None
-        if path:
-            memo[path[:-1] if path.endswith((".pyc", ".pyo")) else path] = name
+    for name, path in module_files_since(_loaded):
+        memo[path[:-1] if path.endswith((".pyc", ".pyo")) else path] = name
 
 
 def _base(started_ns: int, sys_path: list[str], known: Optional[dict], kept: Kept) -> dict:

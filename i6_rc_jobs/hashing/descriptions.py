@@ -46,13 +46,13 @@ class DescriptionReadings:
     @classmethod
     def find(cls, sections: list[tuple[str, Any]]) -> Optional[DescriptionReadings]:
         codes, unreadable = code_texts(value for _, value in sections)
+        distinct = set(codes)
         dims, strings = dims_and_strings(value for _, value in sections)
-        strings.update(codes)  # a function's constants too
-        names = {name for text in strings if (name := tag_name(text)) is not None}
-        any_description = unreadable or any("tag:" in code.lower() and tag_name(code) is None for code in set(codes))
+        names = {name for text in strings | distinct if (name := tag_name(text)) is not None}  # a function's constants
+        any_description = unreadable or any("tag:" in code.lower() and tag_name(code) is None for code in distinct)
         read_names: Optional[set[str]] = None
         if not unreadable:
-            identifiers = {word for code in set(codes) if DIM_SUFFIX in code for word in _IDENTIFIER.findall(code)}
+            identifiers = {word for code in distinct if DIM_SUFFIX in code for word in _IDENTIFIER.findall(code)}
             read_names = {dim.name for dim in dims if dim.name in identifiers}
         if names or any_description or read_names != set():
             return cls(names, dims, any_description, read_names)
