@@ -478,6 +478,32 @@ def test_a_build_depends_on_nothing_its_server_did_after_its_base(setup, tmp_pat
     assert str(other) in json.loads(kept.read_text())["files"]  # kept: it is still there
 
 
+def test_the_server_loads_no_keras_and_a_build_that_uses_it_depends_on_it(setup):
+    """TensorFlow's eager import of Keras is skipped in the build server (a model build needs none of it); a builder
+    that uses ``tf.keras`` gets it all the same, and its entry depends on Keras' files, not the base."""
+    _, builds, bmodels = setup
+    plain = builds.build(bmodels.first_size, {"a": 8})
+    with_keras = builds.build(bmodels.with_keras)
+    assert _hash(with_keras) == _hash(plain)  # the Dense layer's 8 units
+    base = Store(builds.cache).newest_base()
+    assert base is not None and not [path for path in base["files"] if "/site-packages/keras/" in path]
+    entries = [json.loads((variant / "entry.json").read_text()) for variant in _variants(builds)]
+    keras = {entry["builder"]: [path for path in entry["files"] if "/site-packages/keras/" in path] for entry in entries}
+    assert keras["bmodels.with_keras"] and not keras["bmodels.first_size"]
+
+
+@pytest.mark.parametrize("workers", [1, 2])
+def test_no_more_builds_run_at_once_than_workers(setup, tmp_path, workers):
+    """The manager sends builds ahead of their turn; the server still runs at most ``workers`` at once."""
+    _, _, bmodels = setup
+    report = tmp_path / "report"
+    builds = Builds(cache=tmp_path / "cache", workers=workers)
+    builds.build_many([(bmodels.timed, (str(report), index), {}) for index in range(2 * workers + 1)])
+    spans = [tuple(map(float, line.split())) for line in report.read_text().splitlines()]
+    at_once = max(sum(begun <= moment < ended for begun, ended in spans) for moment, _ in spans)
+    assert len(spans) == 2 * workers + 1 and at_once <= workers, spans
+
+
 MANAGER = textwrap.dedent("""
     import json, os, sys
     sys.path[:0] = [{recipe!r}, {repo!r}]

@@ -40,11 +40,12 @@ from .store import PRIVATE, Store, cache_root, sha256_hex, touch_used, write_pri
 #: Set in a build process: a build there runs the builder in that process (it is part of the outer build).
 IN_BUILD = False
 #: What the build server imports before it forks builds (those found; with their dependencies): the libraries and
-#: what returnn_common imports of them lazily while it builds a model, so that a build imports only recipe code.
+#: what returnn_common imports of them lazily while it builds a model, so that a build imports only recipe code. Not
+#: RETURNN's training engine: a model build never uses it, and its updater loads Keras (1.3 s here, with the
+#: scikit-learn that Keras' wrappers load where it is installed); a builder that uses it imports it itself.
 DEFAULT_PRELOAD = (
     "tensorflow",
     "returnn.__main__",
-    "returnn.tf.engine",
     "returnn.tf.layers.rec",
     "returnn.tf.layers.signal_processing",
     "returnn.tf.layers.segmental_model",
@@ -306,7 +307,7 @@ class _Batch:
         try:
             while pending or running:
                 for call in list(pending):
-                    if len(running) >= workers:
+                    if len(running) >= 2 * workers:  # one waits at the server for each running
                         break
                     stack = contextlib.ExitStack()
                     if not self.claim(call, stack):
@@ -323,7 +324,7 @@ class _Batch:
                     stack.callback(shutil.rmtree, partial, ignore_errors=True)
                     started_ns = time.time_ns()
                     write_private(partial / "call.pickle", call.data)
-                    running[server.submit(partial, started_ns)] = (call, stack, partial)
+                    running[server.submit(partial, started_ns, workers)] = (call, stack, partial)
                 if not running:
                     time.sleep(_POLL_S)
                     continue
@@ -544,10 +545,17 @@ class _Server:
         line, self._buffer = self._buffer.split(b"\n", 1)
         return json.loads(line)
 
-    def submit(self, partial: Path, started_ns: int) -> int:
-        """Starts a build in ``partial``, with the manager's environment as it is now."""
+    def submit(self, partial: Path, started_ns: int, workers: int) -> int:
+        """Starts a build in ``partial``, with the manager's environment as it is now, once fewer than ``workers``
+        builds run."""
         self._next_id += 1
-        request = {"id": self._next_id, "dir": str(partial), "started_ns": started_ns, "environ": dict(os.environ)}
+        request = {
+            "id": self._next_id,
+            "dir": str(partial),
+            "started_ns": started_ns,
+            "environ": dict(os.environ),
+            "workers": workers,
+        }
         self._send(request)
         return self._next_id
 

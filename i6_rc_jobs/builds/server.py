@@ -7,14 +7,16 @@ the manager puts i6_rc_jobs on the path first, see :mod:`.client`). Each child l
 what a builder starts ends with its build.
 
 Protocol, JSON lines: the manager sends ``{"sys_path", "preload", "base", "known"}`` once, then ``{"id", "dir",
-"started_ns", "environ"}`` per build; the server answers ``{"ready": true, "preloaded": [...], "base_s"}`` once (``base_s``:
-the seconds its base took, what a start costs beyond the imports) and ``{"id",
-"status", "digests"}`` per build: the child's exit status (or minus the signal that killed it) and the SHA-256 of the
-``result.pickle`` and ``deps.json`` it wrote, which the child sends the server through a pipe of its own (the manager
-signs and unpickles only those bytes). End of input ends the server and its children."""
+"started_ns", "environ", "workers"}`` per build (``workers``: how many builds of its batch may run at once; the server
+queues the others); the server answers ``{"ready": true, "preloaded": [...], "base_s"}`` once (``base_s``: the
+seconds its base took, what a start costs beyond the imports) and ``{"id", "status", "digests"}`` per build: the
+child's exit status (or minus the signal that killed it) and the SHA-256 of the ``result.pickle`` and ``deps.json``
+it wrote, which the child sends the server through a pipe of its own (the manager signs and unpickles only those
+bytes). End of input ends the server and its children."""
 
 from __future__ import annotations
 
+import collections
 import ctypes
 import gc
 import hashlib
@@ -42,6 +44,25 @@ _loaded: dict[str, types.ModuleType] = {}
 _PR_SET_PDEATHSIG = 1
 #: The module probes the base holds, as (name, path): a build goes through only the probes it adds.
 _known_modules: set[tuple[str, tuple[str, ...]]] = set()
+
+
+#: What ``import tensorflow`` loads eagerly "so that registration of optimizers in the SavedModel registry" happens
+#: (TensorFlow's ``__init__``): Keras, which no model build uses. ``tf.keras`` still loads it when a build uses it.
+_EAGER_KERAS = ("keras.src.optimizers", "tf_keras.src.optimizers")
+
+
+def _preload(name: str) -> None:
+    """Imports the module; TensorFlow without its eager import of Keras (1.3 s of the server's start here: a third
+    of its modules, which every base would fingerprint and every lookup verify)."""
+    blocked = [eager for eager in _EAGER_KERAS if name == "tensorflow" and eager not in sys.modules]
+    for eager in blocked:
+        sys.modules[eager] = None  # type: ignore[assignment]  # an import of it fails at once, as if not installed
+    try:
+        importlib.import_module(name)
+    finally:
+        for eager in blocked:
+            if sys.modules.get(eager, ...) is None:
+                del sys.modules[eager]
 
 
 def _fingerprints(paths: list[str]) -> dict[str, list]:
@@ -233,6 +254,7 @@ class _Lines:
 
 def main() -> None:
     started_ns = time.time_ns()
+    gc.disable()  # the imports make objects that live as long as the server: collections meanwhile (0.2 s) find none
     kept = Kept(kept_path())  # read before recording starts: no dependency of builds
     record.install()
     protocol_fd = os.dup(1)
@@ -251,7 +273,7 @@ def main() -> None:
     preloaded = []
     for name in setup[0]["preload"]:
         try:
-            importlib.import_module(name)
+            _preload(name)
         except ImportError:
             continue
         preloaded.append(name)
@@ -264,6 +286,7 @@ def main() -> None:
     record.forget()  # the base holds it
     _known_modules.update((name, tuple(path)) for name, path, _ in base["modules"])
     gc.collect()  # else a build's first allocations set off a full collection: every object of the server, each build
+    gc.enable()
     ready = {"ready": True, "preloaded": preloaded, "base_s": time.perf_counter() - base_started}
     protocol.write(json.dumps(ready) + "\n")
     try:
@@ -273,24 +296,30 @@ def main() -> None:
 
 
 def _serve(requests: _Lines, protocol, base: dict, protocol_fd: int) -> None:
+    """Forks a build per request, at most as many at once as the oldest waiting request allows (its ``workers``):
+    the manager sends requests ahead, so that the next build starts when one ends, not when the manager has taken
+    its result."""
     selector = selectors.DefaultSelector()
     selector.register(requests.fd, selectors.EVENT_READ)
     children: dict[int, tuple[int, int, int]] = {}  # pidfd -> (pid, request id, the read end of its digest pipe)
+    waiting: collections.deque[dict] = collections.deque()
     try:
         while True:
+            while waiting and len(children) < waiting[0]["workers"]:
+                request = waiting.popleft()
+                digests_in, digests_out = os.pipe()
+                pid = os.fork()
+                if pid == 0:
+                    selector.close()
+                    os.close(digests_in)
+                    _child(request, base, protocol_fd, digests_out)
+                os.close(digests_out)
+                pidfd = os.pidfd_open(pid)
+                selector.register(pidfd, selectors.EVENT_READ)
+                children[pidfd] = (pid, request["id"], digests_in)
             for key, _ in selector.select():
                 if key.fd == requests.fd:
-                    for request in requests.read():
-                        digests_in, digests_out = os.pipe()
-                        pid = os.fork()
-                        if pid == 0:
-                            selector.close()
-                            os.close(digests_in)
-                            _child(request, base, protocol_fd, digests_out)
-                        os.close(digests_out)
-                        pidfd = os.pidfd_open(pid)
-                        selector.register(pidfd, selectors.EVENT_READ)
-                        children[pidfd] = (pid, request["id"], digests_in)
+                    waiting.extend(requests.read())
                 else:
                     pid, request_id, digests_in = children.pop(key.fd)
                     selector.unregister(key.fd)

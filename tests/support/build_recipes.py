@@ -114,6 +114,28 @@ def swapped_result():
     return rc_serializers.model("lstm_stack", num_layers=1, hidden=8)
 
 
+def with_keras():
+    """Uses ``tf.keras``, which the build server did not load: the build loads it."""
+    import tensorflow as tf
+
+    units = tf.keras.layers.Dense(8).units
+    from tests import rc_serializers
+
+    return rc_serializers.model("lstm_stack", num_layers=1, hidden=units)
+
+
+def timed(report: str, index: int):
+    """Appends when its build ran to ``report`` (an output: no dependency), after a pause that lets others overlap."""
+    begun = time.time()
+    time.sleep(0.3)
+    from tests import rc_serializers
+
+    result = rc_serializers.model("lstm_stack", num_layers=1, hidden=8 + index)
+    with open(report, "a") as f:
+        f.write(f"{begun} {time.time()}\\n")
+    return result
+
+
 def failing(code: int):
     with open(os.path.join(HERE, "counter"), "a") as f:
         f.write(f"{os.getpid()}\\n")
