@@ -14,7 +14,7 @@ from typing import Optional  # noqa: E402
 
 import fuzz  # noqa: E402
 
-from .rc_corpus import CORPUS, collect  # noqa: E402
+from .corpora import SUITES, collect  # noqa: E402
 from .runner import recheck, run  # noqa: E402
 
 
@@ -27,24 +27,27 @@ def main(argv: Optional[list[str]] = None) -> int:
     parser.add_argument("--build-moved", action="store_true", help="also build variants whose hashes both moved")
     parser.add_argument("--findings", type=pathlib.Path, help="write each new kind of counterexample here")
     parser.add_argument("--recheck", type=pathlib.Path, help="only re-check the findings written to this folder")
-    parser.add_argument(
-        "--rc-corpus",
-        type=pathlib.Path,
-        default=CORPUS,
-        help="returnn_common's test models, the second source of base nets (default: the corpus kept in fuzz/)",
-    )
+    for suite in SUITES.values():
+        parser.add_argument(
+            f"--{suite.name.lower().replace('_', '-')}-corpus",
+            type=pathlib.Path,
+            default=suite.kept,
+            help=f"{suite.name}'s test models, a source of base nets (default: the corpus kept in fuzz/)",
+        )
     parser.add_argument("--seconds", type=float, help="start no new base net after this long, then report")
-    parser.add_argument("--rc-share", type=float, default=0.25, help="the share of base nets taken from the corpus")
+    parser.add_argument("--corpus-share", type=float, default=0.25, help="the share of base nets taken from corpora")
     parser.add_argument(
-        "--collect-rc",
-        action="store_true",
-        help="only collect the corpus anew into --rc-corpus (runs returnn_common's tests: a few minutes)",
+        "--collect",
+        choices=sorted(SUITES),
+        help="only collect that suite's corpus anew into its --...-corpus (runs its tests: a few minutes)",
     )
     args = parser.parse_args(argv)
+    paths = {name: getattr(args, f"{name.lower()}_corpus") for name in SUITES}
     if args.recheck is not None:
         return 1 if recheck(args.recheck) else 0
-    if args.collect_rc:
-        print(f"{collect(args.rc_corpus)} configs of returnn_common's tests written to {args.rc_corpus}")
+    if args.collect:
+        count = collect(SUITES[args.collect], paths[args.collect])
+        print(f"{count} configs of {args.collect}'s tests written to {paths[args.collect]}")
         return 0
     report = run(
         args.seed,
@@ -53,8 +56,8 @@ def main(argv: Optional[list[str]] = None) -> int:
         args.per_base,
         args.build_moved,
         args.findings,
-        rc_corpus=args.rc_corpus,
-        rc_share=args.rc_share,
+        corpora=tuple(paths.items()),
+        corpus_share=args.corpus_share,
         seconds=args.seconds,
     )
     return 1 if report.counterexamples else 0

@@ -10,6 +10,7 @@ from typing import Any, Callable, Optional, Sequence
 
 from returnn.tensor import batch_dim
 
+from .corpora import Entry, corpus_base
 from .dims import EXTERN_DATA, COPIES, FEATURES, RENAMED, TIME, TWINS, _all_dims, py
 from .generators import ACTIVATIONS, COMBINE_KINDS, EVAL_CODES, WIDE_GENERATORS, generate
 from .nets import (
@@ -587,7 +588,7 @@ KINDS = list(RULE_REWRITES) + list(DICT_REWRITES) + list(EDITS)
 @dataclass
 class Base:
     """A base net of pairs: a net dict (or start epoch -> net dict), its extern data, and where it comes from: the
-    kinds of the generators that made it, or the returnn_common test whose model it is."""
+    kinds of the generators that made it, or the test (of returnn_common or RETURNN) whose model it is."""
 
     net: Any
     staged: bool
@@ -596,19 +597,19 @@ class Base:
     source: str = "generated"
 
 
-def make_base(seed: int, index: int, corpus: Sequence[tuple[str, str]] = (), rc_share: float = 0.0) -> Base:
-    """Base net ``index`` of ``seed``: generated, or with probability ``rc_share`` one of the ``corpus`` of
-    returnn_common's test models (:mod:`fuzz.rc_corpus`), renamed at random. The first bases of a run start with
-    one generator of :data:`~fuzz.generators.WIDE_GENERATORS` each, so that a short run has each, and so does every
-    third base after them, in turn."""
-    from .rc_corpus import corpus_base
-
+def make_base(seed: int, index: int, corpus: Sequence[Entry] = (), corpus_share: float = 0.0) -> Base:
+    """Base net ``index`` of ``seed``: generated, or with probability ``corpus_share`` one of the ``corpus`` of test
+    suites' models (:mod:`fuzz.corpora`, a suite drawn first, then one of its models), renamed at random. The first
+    bases of a run start with one generator of :data:`~fuzz.generators.WIDE_GENERATORS` each, so that a short run
+    has each, and so does every third base after them, in turn."""
     rng = random.Random(f"{seed}:{index}")
     wide = list(WIDE_GENERATORS)
-    if corpus and index >= len(wide) and rng.random() < rc_share:
-        entry = corpus[rng.randrange(len(corpus))]
+    if corpus and index >= len(wide) and rng.random() < corpus_share:
+        suite = rng.choice(sorted({entry.suite for entry in corpus}))
+        of_suite = [entry for entry in corpus if entry.suite == suite]
+        entry = of_suite[rng.randrange(len(of_suite))]
         extern_data, network = corpus_base(entry, rng)
-        return Base(network, False, extern_data, ["returnn_common"], f"returnn_common {entry[0]}")
+        return Base(network, False, extern_data, [entry.suite], f"{entry.suite} {entry.test}")
     first = wide[index % len(wide)] if index < len(wide) or index % 3 == 0 else None
     net, kinds = generate(rng, first)
     if rng.random() < 0.12:  # staged: a second stage with more layers (a generated net grown from the first)

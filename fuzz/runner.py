@@ -14,7 +14,7 @@ from typing import Any, Optional
 
 from .dims import DIM_NAMES, _all_dims
 from .judge import Judge, hashes, serializer
-from .rc_corpus import load as rc_corpus_entries
+from .corpora import Entry, load
 from .rewrites import KINDS, make_base, make_variant
 from .determinism import differences_between_processes
 from .coverage import options_of, print_coverage
@@ -40,9 +40,9 @@ class Pair:
 
 def run_base(args: tuple[int, int, int, bool, float]) -> tuple[int, Optional[str], list[Pair], int]:
     """One base net and its pairs (in a worker)."""
-    seed, index, per_base, build_moved, rc_share = args
+    seed, index, per_base, build_moved, corpus_share = args
     judge = _JUDGE
-    origin = make_base(seed, index, _CORPUS, rc_share)
+    origin = make_base(seed, index, _CORPUS, corpus_share)
     base, staged, extern = origin.net, origin.staged, (None if origin.source == "generated" else origin.extern_data)
     base_hashes = hashes(base, staged, extern)
     if any(type(h) is str for h in base_hashes.values()):
@@ -104,16 +104,16 @@ def run_base(args: tuple[int, int, int, bool, float]) -> tuple[int, Optional[str
 
 
 _JUDGE: Judge
-_CORPUS: list[tuple[str, str]] = []  # returnn_common's test models: (test, config code)
+_CORPUS: list[Entry] = []  # the test suites' models
 
 
-def _init_worker(own_process: bool = True, rc_corpus: Optional[pathlib.Path] = None) -> None:
+def _init_worker(own_process: bool = True, corpora: tuple[tuple[str, pathlib.Path], ...] = ()) -> None:
     global _JUDGE, _CORPUS
     import logging
 
     logging.getLogger("tensorflow").setLevel(logging.ERROR)
     _JUDGE = Judge()
-    _CORPUS = [] if rc_corpus is None else rc_corpus_entries(rc_corpus)
+    _CORPUS = [entry for suite, path in corpora for entry in load(suite, path)]
     if not own_process:  # in the caller's process: its TensorFlow settings stay as they are
         return
     import tensorflow as tf
@@ -155,13 +155,13 @@ def run(
     build_moved: bool = False,
     findings: Optional[pathlib.Path] = None,
     out=sys.stdout,
-    rc_corpus: Optional[pathlib.Path] = None,
-    rc_share: float = 0.25,
+    corpora: tuple[tuple[str, pathlib.Path], ...] = (),
+    corpus_share: float = 0.25,
     process_check: int = 8,
     seconds: Optional[float] = None,
 ) -> Report:
-    """Runs ``pairs`` pairs of base nets made from ``seed`` (with ``rc_corpus``, a collected corpus of
-    returnn_common's test models, that share of the bases is one of those) and prints the report to ``out``; then
+    """Runs ``pairs`` pairs of base nets made from ``seed`` (with ``corpora``, (suite, path) of collected corpora of
+    test suites' models, ``corpus_share`` of the bases is one of those) and prints the report to ``out``; then
     hashes the configs of the first ``process_check`` bases again in a fresh process (:mod:`fuzz.determinism`).
     ``seconds``: no new base after this long (the report then covers the pairs done)."""
     report = Report()
@@ -249,15 +249,15 @@ def run(
 
     try:
         if processes <= 1:
-            _init_worker(own_process=False, rc_corpus=rc_corpus)
+            _init_worker(own_process=False, corpora=corpora)
             while more_wanted():
-                handle(run_base((seed, index, per_base, build_moved, rc_share)), 0)
+                handle(run_base((seed, index, per_base, build_moved, corpus_share)), 0)
                 index += 1
         else:
-            with context.Pool(processes, initializer=_init_worker, initargs=(True, rc_corpus)) as pool:
+            with context.Pool(processes, initializer=_init_worker, initargs=(True, corpora)) as pool:
                 while more_wanted():
                     more = max(bases - report.bases, processes)
-                    batch = [(seed, i, per_base, build_moved, rc_share) for i in range(index, index + more)]
+                    batch = [(seed, i, per_base, build_moved, corpus_share) for i in range(index, index + more)]
                     index += len(batch)
                     for result in pool.imap_unordered(_run_base_tagged, batch):
                         handle(result[1:], result[0])

@@ -13,22 +13,23 @@ from fuzz import dims, runner
 from fuzz.dims import EXTERN_DATA, FEATURES, TWINS
 from fuzz.generators import WIDE_GENERATORS
 from fuzz.judge import Judge, loaded_form, serializer
-from fuzz.rc_corpus import CORPUS
+from fuzz.corpora import SUITES
 
-SAMPLE_SEED, SAMPLE_PAIRS = 20261206, 64
+SAMPLE_SEED, SAMPLE_PAIRS = 20261206, 96
 
 
 @pytest.mark.slow
 def test_the_fuzzer_finds_no_counterexample_in_a_fixed_sample():
-    """One base of each generator of what a review found the others never make, then generated bases and
-    returnn_common's test models; any counterexample fails, with its reproducer."""
+    """One base of each generator of what a review found the others never make, then generated bases and the models
+    of returnn_common's and RETURNN's test suites; any counterexample fails, with its reproducer."""
     out = io.StringIO()
+    corpora = tuple((suite.name, suite.kept) for suite in SUITES.values())
     report = runner.run(
-        seed=SAMPLE_SEED, pairs=SAMPLE_PAIRS, processes=1, per_base=4, out=out, rc_corpus=CORPUS, rc_share=0.6
+        seed=SAMPLE_SEED, pairs=SAMPLE_PAIRS, processes=1, per_base=4, out=out, corpora=corpora, corpus_share=0.6
     )
     assert report.pairs == SAMPLE_PAIRS
     assert not set(WIDE_GENERATORS) - set(report.generators), out.getvalue()
-    assert report.sources.get("returnn_common", 0) >= 4, out.getvalue()
+    assert report.sources.get("returnn_common", 0) >= 4 and report.sources.get("RETURNN", 0) >= 4, out.getvalue()
     assert report.process_checked > 0
     assert report.counterexamples == [], out.getvalue()
     # The sample exercises the rules: pairs whose graph hash stayed while the dict hash moved, and RETURNN agreed.
