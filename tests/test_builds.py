@@ -488,7 +488,9 @@ def test_the_server_loads_no_keras_and_a_build_that_uses_it_depends_on_it(setup)
     base = Store(builds.cache).newest_base()
     assert base is not None and not [path for path in base["files"] if "/site-packages/keras/" in path]
     entries = [json.loads((variant / "entry.json").read_text()) for variant in _variants(builds)]
-    keras = {entry["builder"]: [path for path in entry["files"] if "/site-packages/keras/" in path] for entry in entries}
+    keras = {
+        entry["builder"]: [path for path in entry["files"] if "/site-packages/keras/" in path] for entry in entries
+    }
     assert keras["bmodels.with_keras"] and not keras["bmodels.first_size"]
 
 
