@@ -8,7 +8,7 @@ import random
 from dataclasses import dataclass, field
 from typing import Any, Callable, Optional, Sequence
 
-from returnn.tensor import batch_dim
+from returnn.tensor import Dim, batch_dim
 
 from .corpora import Entry, corpus_base
 from .dims import EXTERN_DATA, COPIES, FEATURES, RENAMED, TIME, TWINS, _all_dims, py
@@ -32,11 +32,13 @@ from .nets import (
 def _out_dims(w: Where) -> Optional[set]:
     """The output dims of a generated layer where the generator says them cheaply (for out_shape), else None."""
     desc = w.desc
-    cls = desc["class"]
+    cls, out_dim = desc["class"], desc.get("out_dim")
+    if not isinstance(out_dim, Dim):  # a corpus net's layer may say its size by n_out
+        return None
     if cls in ("linear", "softmax") and type(desc.get("from")) is str and desc["from"] == "data":
-        return {batch_dim, TIME, desc["out_dim"]}
+        return {batch_dim, TIME, out_dim}
     if cls == "rec" and type(desc.get("unit")) is str:
-        return {batch_dim, TIME, desc["out_dim"]}
+        return {batch_dim, TIME, out_dim}
     return None
 
 
