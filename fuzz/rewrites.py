@@ -6,7 +6,7 @@ import bisect
 import copy
 import random
 from dataclasses import dataclass, field
-from typing import Any, Callable, Optional, Sequence
+from typing import Any, Callable, Mapping, Optional, Sequence
 
 from returnn.tensor import Dim, batch_dim
 
@@ -599,16 +599,17 @@ class Base:
     source: str = "generated"
 
 
-def make_base(seed: int, index: int, corpus: Sequence[Entry] = (), corpus_share: float = 0.0) -> Base:
+def make_base(
+    seed: int, index: int, corpus: Optional[Mapping[str, Sequence[Entry]]] = None, corpus_share: float = 0.0
+) -> Base:
     """Base net ``index`` of ``seed``: generated, or with probability ``corpus_share`` one of the ``corpus`` of test
-    suites' models (:mod:`fuzz.corpora`, a suite drawn first, then one of its models), renamed at random. The first
-    bases of a run start with one generator of :data:`~fuzz.generators.WIDE_GENERATORS` each, so that a short run
-    has each, and so does every third base after them, in turn."""
+    suites' models by suite (:mod:`fuzz.corpora`; a suite drawn first, then one of its models), renamed at random.
+    The first bases of a run start with one generator of :data:`~fuzz.generators.WIDE_GENERATORS` each, so that a
+    short run has each, and so does every third base after them, in turn."""
     rng = random.Random(f"{seed}:{index}")
     wide = list(WIDE_GENERATORS)
     if corpus and index >= len(wide) and rng.random() < corpus_share:
-        suite = rng.choice(sorted({entry.suite for entry in corpus}))
-        of_suite = [entry for entry in corpus if entry.suite == suite]
+        of_suite = corpus[rng.choice(sorted(corpus))]
         entry = of_suite[rng.randrange(len(of_suite))]
         extern_data, network = corpus_base(entry, rng)
         return Base(network, False, extern_data, [entry.suite], f"{entry.suite} {entry.test}")

@@ -104,7 +104,7 @@ def run_base(args: tuple[int, int, int, bool, float]) -> tuple[int, Optional[str
 
 
 _JUDGE: Judge
-_CORPUS: list[Entry] = []  # the test suites' models
+_CORPUS: dict[str, list[Entry]] = {}  # the test suites' models, by suite
 
 
 def _init_worker(own_process: bool = True, corpora: tuple[tuple[str, pathlib.Path], ...] = ()) -> None:
@@ -113,7 +113,7 @@ def _init_worker(own_process: bool = True, corpora: tuple[tuple[str, pathlib.Pat
 
     logging.getLogger("tensorflow").setLevel(logging.ERROR)
     _JUDGE = Judge()
-    _CORPUS = [entry for suite, path in corpora for entry in load(suite, path)]
+    _CORPUS = {suite: entries for suite, path in corpora if (entries := load(suite, path))}
     if not own_process:  # in the caller's process: its TensorFlow settings stay as they are
         return
     import tensorflow as tf

@@ -54,7 +54,7 @@ _EAGER_KERAS = ("keras.src.optimizers", "tf_keras.src.optimizers")
 def _preload(name: str) -> None:
     """Imports the module; TensorFlow without its eager import of Keras (1.3 s of the server's start here: a third
     of its modules, which every base would fingerprint and every lookup verify)."""
-    blocked = [eager for eager in _EAGER_KERAS if name == "tensorflow" and eager not in sys.modules]
+    blocked = [eager for eager in _EAGER_KERAS if eager not in sys.modules] if name == "tensorflow" else []
     for eager in blocked:
         sys.modules[eager] = None  # type: ignore[assignment]  # an import of it fails at once, as if not installed
     try:
