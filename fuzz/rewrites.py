@@ -245,6 +245,35 @@ def rw_subnetwork_scope(net: Net, rng: random.Random) -> bool:
     return True
 
 
+def rw_subnetwork_output(net: Net, rng: random.Random) -> bool:
+    """A root subnetwork read by a root layer as a whole in its "from" read instead by the path of the layer its
+    "output" copies ("block" as "block/ff"), or such a path read as the whole subnetwork; by any reader, so that the
+    readers and subnetworks the rule denies are drawn too."""
+    outputs = {}  # a root subnetwork -> the layer in it its output copies
+    for w in layers_of(net):
+        body = w.desc.get("subnetwork") if w.kind == "root" and w.desc["class"] == "subnetwork" else None
+        output = body.get("output") if type(body) is dict else None
+        if type(output) is dict and output.get("class") == "copy" and type(output.get("from")) is str:
+            if output["from"] in body:
+                outputs[w.name] = output["from"]
+    swaps = {name: f"{name}/{inner}" for name, inner in outputs.items()}
+    swaps.update({path: name for name, path in list(swaps.items())})
+    cands = []
+    for w in layers_of(net):
+        sources = w.desc.get("from")
+        items = [sources] if type(sources) is str else list(sources) if type(sources) in (list, tuple) else []
+        cands += [(w, i) for i, item in enumerate(items) if w.kind == "root" and type(item) is str and item in swaps]
+    if not cands:
+        return False
+    w, i = rng.choice(cands)
+    sources = w.desc["from"]
+    if type(sources) is str:
+        w.desc["from"] = swaps[sources]
+    else:
+        w.desc["from"] = type(sources)(swaps[item] if j == i else item for j, item in enumerate(sources))
+    return True
+
+
 def rw_empty_shape_deps(net: Net, rng: random.Random) -> bool:
     """An empty shape_deps ([] or ()) on a constant or random layer that has none."""
     cands = [w for w in layers_of(net) if w.desc["class"] in ("constant", "random") and "shape_deps" not in w.desc]
@@ -289,6 +318,7 @@ RULE_REWRITES: dict[str, Callable[[Net, random.Random], bool]] = {
     "parameter-scope": rw_scope,
     "subnetwork-namespace": rw_wrap_subnetwork,
     "subnetwork-scope": rw_subnetwork_scope,
+    "subnetwork-output": rw_subnetwork_output,
     "copy-alias": rw_copy,
     "from-list": rw_from_list,
     "unreached": rw_unreached,

@@ -106,6 +106,18 @@ def checked_block(activation: str, subnetwork_checks: bool) -> dict:
     return {**layer, "out_shape": checked} if subnetwork_checks else layer
 
 
+def block_of(ff: dict, output: Any = None) -> dict:
+    """A subnetwork layer of the input around the layer ``ff``, whose "output" is a copy of ``ff`` or is ``output``."""
+    return {"class": "subnetwork", "from": "data", "subnetwork": {"ff": ff, "output": output or out("ff")}}
+
+
+def projected(block: dict, read: str, **more: dict) -> Net:
+    """A net whose output is the dot of ``read`` (the subnetwork layer "block", or a path into it) with a variable."""
+    weight = {"class": "variable", "shape": [hidden_dim, other_dim], "init": "glorot_uniform"}
+    dot = {"class": "dot", "from": [read, "weight"], "reduce": hidden_dim}
+    return {"block": block, "weight": weight, "dot": dot, "output": out("dot"), **more}
+
+
 def scoped(name_scope: Any, subnetwork: Net) -> dict:
     """A subnetwork layer of the input, with a name_scope if it is not None (returnn_common's ``lstms.0`` of
     2022-04, at ``lstms/0``)."""
@@ -166,6 +178,11 @@ CASES: dict[str, tuple[Net, Net, Net]] = {
             "output": out("lstms"),
         },
         {"lstms.0": scoped("lstms/1", seeded_variable()), "output": out("lstms.0")},
+    ),
+    "subnetwork-output": (  # a net that draws (the linear layers): the subnetwork is no namespace
+        projected(block_of(linear("data")), "block/ff"),
+        projected(block_of(linear("data")), "block"),
+        projected(block_of(linear("data"), relu("ff")), "block"),
     ),
     "copy-alias": (
         {"ff": linear("data"), "act": relu("ff"), "output": out("act")},
@@ -466,6 +483,83 @@ def test_a_subnetwork_shifts_the_seeds_of_the_initializers_so_a_net_with_one_is_
         "initial value" in line for line in training_differences(training_fingerprint(a)[1], training_fingerprint(b)[1])
     )
     assert graph_hash(wrapped) != graph_hash(flat)
+
+
+def _trains(net: Net) -> Any:
+    from i6_rc_jobs.training_semantics import training_fingerprint
+
+    return training_fingerprint(serializer(net, "dict").get())[1]
+
+
+def test_a_layer_read_by_its_path_into_a_subnetwork_draws_from_the_subnetwork():
+    """Rule "subnetwork-namespace": reading "block/ff" makes the Subnetwork "block" (a network of its own, seeded by
+    a draw from the root's generator) even where "block" itself is never read: its linear layer gets other initial
+    values than the same layer at the root, so each layer of a subnetwork names it."""
+    from i6_rc_jobs.training_semantics import training_differences
+
+    block = {**block_of(linear("base:data")), "from": [], "name_scope": ""}  # the same variable names as flat
+    wrapped = {"block": block, "proj": linear("block/ff"), "output": out("proj")}
+    flat = {"ff": linear("data"), "proj": linear("ff"), "output": out("proj")}
+    assert same_model(serializer(wrapped, "dict").get(), serializer(flat, "dict").get()) == []
+    assert any("initial value" in line for line in training_differences(_trains(wrapped), _trains(flat)))
+    assert graph_hash(wrapped) != graph_hash(flat)
+
+
+@pytest.mark.parametrize("reader", ["dot", "rec"])
+def test_a_subnetwork_read_whole_or_by_the_path_of_its_output_trains_alike(reader: str):
+    """Rule "subnetwork-output", as returnn_common's LSTM stacks changed in 2022-05 ("lstms.0/rec" to "lstms.0"):
+    the same variables, initial values under the same seeds, outputs and gradients, and the same graph hash."""
+    from i6_rc_jobs.training_semantics import training_differences
+
+    def net(read: str) -> Net:
+        if reader == "dot":
+            return projected(block_of(linear("data")), read)
+        lstm = {"class": "rec", "unit": "nativelstm2", "from": read, "out_dim": other_dim, "axis": time_dim}
+        return {"block": block_of(linear("data")), "lstm": lstm, "output": out("lstm")}
+
+    whole, path = net("block"), net("block/ff")
+    assert training_differences(_trains(whole), _trains(path)) == []
+    assert graph_hash(whole) == graph_hash(path)
+
+
+def test_a_subnetwork_whose_output_is_found_outside_it_is_no_path_read():
+    """Rule "subnetwork-output" holds only for an output layer inside the subnetwork: reading a subnetwork whose
+    output is "base:ff" makes its Subnetwork, which shifts the seeds of the layers built after it, so RETURNN gives
+    "ff" other initial values than where "ff" is read itself."""
+    from i6_rc_jobs.training_semantics import training_differences
+
+    whole = projected(block_of(relu("data"), out("base:ff")), "block", ff=linear("data"))
+    path = projected(block_of(relu("data"), out("base:ff")), "ff", ff=linear("data"))
+    assert any("initial value" in line for line in training_differences(_trains(whole), _trains(path)))
+    assert graph_hash(whole) != graph_hash(path)
+
+
+@pytest.mark.parametrize("what", ["none", "copy reader", "scope shared", "trainable", "marked", "option", "in a loop"])
+def test_what_the_subnetwork_output_rule_does_not_prove_keeps_the_read_apart(what: str):
+    """Denied by default: a reader that may read more of a source than its output (CopyLayer passes on
+    output_before_activation), a subnetwork under whose scope a layer outside it has variables, one holding a layer
+    that sets "trainable" or is marked, one with an option of its own, and a reader in a loop ("none": a reader
+    and a subnetwork the rule holds for)."""
+    block = block_of(linear("data"))
+    if what == "scope shared":
+        block["name_scope"] = ""
+    elif what == "trainable":
+        block["subnetwork"]["ff"]["trainable"] = True
+    elif what == "marked":
+        block["subnetwork"]["ff"]["is_output_layer"] = True
+    elif what == "option":
+        block["concat_sources"] = True
+
+    def net(read: str) -> Net:
+        if what == "copy reader":
+            return {"block": block, "output": out(read)}
+        if what == "in a loop":
+            unit = {"dot": {"class": "dot", "from": [f"base:{read}", "data:source"], "reduce": hidden_dim}}
+            reader = {"class": "rec", "from": "block/ff", "axis": time_dim, "unit": {**unit, "output": out("dot")}}
+            return {"block": block, "loop": reader, "output": out("loop")}
+        return projected(block, read)
+
+    assert (graph_hash(net("block")) == graph_hash(net("block/ff"))) is (what == "none")
 
 
 def test_in_a_loop_of_a_net_with_seeds_the_two_spellings_of_a_scalar_operation_stay_apart():

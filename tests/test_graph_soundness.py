@@ -416,6 +416,29 @@ def test_empty_shape_deps_are_returnns_default():
     assert reads == _SHAPE_DEPS_READS
 
 
+#: What OUTPUT_READERS read of a source layer (rule "subnetwork-output"): the attribute after each expression that
+#: holds one in DotLayer's and RecLayer's code ("sources[0].output", "src1.output", "dep.output").
+_SOURCE_ATTRIBUTE = re.compile(r"\b(?:sources\[\d\]|src\d|dep)\.(\w+)")
+
+
+def test_output_readers_read_nothing_of_a_source_but_its_output():
+    """Rule "subnetwork-output": DotLayer and RecLayer read only ``.output`` of their source layers (or concatenate
+    the outputs, get_concat_sources_data_template); RecLayer hands its source layers on only with initial_state,
+    which the rule excludes. A RETURNN that reads more of them fails here."""
+    from returnn.tf.layers.basic import DotLayer
+    from returnn.tf.layers.rec import RecLayer
+
+    classes = _layer_classes()
+    assert {name: classes[name] for name in graph_rules.OUTPUT_READERS} == {"dot": DotLayer, "rec": RecLayer}
+    for cls in (DotLayer, RecLayer):
+        lines = inspect.getsource(cls).splitlines()
+        assert {found for line in lines for found in _SOURCE_ATTRIBUTE.findall(line)} == {"output"}, cls
+        handed_on = [i for i, line in enumerate(lines) if re.search(r"\w=(?:self\.)?sources\s*(?:,|\)|$)", line)]
+        for i in handed_on:
+            assert "initial_state" in "\n".join(lines[max(0, i - 12) : i]), (cls, lines[i])
+    assert len([line for line in inspect.getsource(RecLayer).splitlines() if "sources=self.sources" in line]) == 1
+
+
 def test_a_static_random_layer_creates_no_variable():
     """Rule "static-random": with static=True, RandomLayer draws from a constant state (its branch creates no
     variable, and the generator it makes overrides _create_variable with a plain tensor), and RETURNN builds such a

@@ -144,7 +144,7 @@ def _diff_dicts(a: dict, b: dict, path: str, recurse: Callable, lines: Callable 
 _MISSING_SECTION = "(not hashed)"
 _DIM = re.compile(r"dim#(\d+)")
 _LAYER_KEY = re.compile(r"\['layers'\]\[('(?:[^'\\]|\\.)*'|\"(?:[^\"\\]|\\.)*\")\]")
-_LAYER_TOKEN = re.compile(r"((?:prev:|stacked:)?)layer#(\d+)")
+_LAYER_TOKEN = re.compile(r"((?:prev:|stacked:)?)layer#(\d+)(?: in layer#\d+)*")
 
 
 def _by_path(form: dict[str, Any], names: list[str]) -> dict[str, Any]:

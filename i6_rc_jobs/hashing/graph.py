@@ -8,6 +8,7 @@ it. Dims stay DimRefs: the canonical form numbers them as for the dict scheme.""
 
 from __future__ import annotations
 
+import bisect
 import re
 from typing import Any, Optional, Union
 
@@ -26,11 +27,13 @@ from .graph_rules import (
     KEYWORDS,
     LITERAL_OPTIONS,
     MARKING_OPTIONS,
+    OUTPUT_READERS,
     SHAPE_DEPS_CLASSES,
     SOURCELESS_CLASSES,
     UNSET_VALUES,
 )
 from .graph_scopes import (
+    MAX_DEPTH,
     Layer,
     Net,
     is_layer,
@@ -42,6 +45,8 @@ from .graph_scopes import (
     names_variables,
     no_shape_deps,
     parse,
+    passes_output_on,
+    reads_outputs_only,
     same_out_shape,
     single_source,
     sorted_items,
@@ -120,6 +125,8 @@ class Graph(NameResolver):
         # the extern_data keys a loss without target may read as its default target, as layers of that name
         self._target_keys = sorted(extern_keys | {_DEFAULT_TARGET})
         self._unread = False  # a layer of a class not in READINGS, or a value that may read any layer, was met
+        self._passing: dict[str, bool] = {}  # rule "subnetwork-output": path -> whether it passes its output on
+        self._scopes: Optional[list[tuple[str, str]]] = None  # (scope, path) of each layer that may own variables
         roots = self._roots()
         other = self._other(self._root, "")  # before the layers are made: names in it may number layers
         layers: list[dict] = []
@@ -194,8 +201,10 @@ class Graph(NameResolver):
             if key == "out_shape" and type(value) is set and all(type(dim) is DimRef for dim in value):
                 node[key] = {_same_base(dim) for dim in value}  # rule "out-shape"
                 continue
-            if key == "from":  # rule "from-list"; "from" is a reference option of every class (see _option)
+            if key == "from":  # rules "from-list" and "subnetwork-output"; a reference option of every class (_option)
                 value = [value] if type(value) is str else list(value) if type(value) is tuple else value
+                if type(value) is list and desc["class"] in OUTPUT_READERS and reads_outputs_only(layer):
+                    value = [self._output_read(item, layer.net) if type(item) is str else item for item in value]
                 node[key] = self._references(value, layer.net, _FROM_KEYWORDS, layer.prefix)
                 continue
             if key == "shape_deps" and desc["class"] in SHAPE_DEPS_CLASSES and type(value) in (str, list, tuple):
@@ -226,6 +235,44 @@ class Graph(NameResolver):
         if layer.net.kind == "nested" or unknown:  # rule "layer-names": an option this graph cannot read keeps it
             node["@name"] = layer.path
         return node
+
+    def _output_read(self, name: str, net: Net) -> Union[str, Token]:
+        """Rule "subnetwork-output": the token of the layer that a subnetwork read by ``name`` outputs, for each
+        subnetwork on the way that passes its output layer on and nothing more (see passes_output_on); else
+        ``name``."""
+        found = self._lookup(name, net)
+        if found is None or type(found) is Tagged or found[1] or found[2] or found[3]:
+            return name
+        layer, inner = found[0], None
+        for _ in range(MAX_DEPTH):
+            if layer.unit is None or not self._passes_output_on(layer):
+                break
+            output = self._lookup("output", layer.unit)
+            if output is None or type(output) is Tagged or output[1] or output[2] or output[3]:
+                break
+            if not output[0].path.startswith(layer.path + "/"):  # its output is a layer outside it
+                break
+            layer = inner = output[0]
+        return name if inner is None else self._token(inner)
+
+    def _passes_output_on(self, layer: Layer) -> bool:
+        """Rule "subnetwork-output": see passes_output_on; whether a layer outside it has variables under its scope
+        is looked up once per subnetwork."""
+        passes = self._passing.get(layer.path)
+        if passes is None:
+            passes = self._passing[layer.path] = passes_output_on(layer) and not self._shares_scope(layer)
+        return passes
+
+    def _shares_scope(self, layer: Layer) -> bool:
+        """Whether a layer outside ``layer`` may own variables under its scope (the scopes under a prefix that ends
+        with "/" sort from it to the prefix with that "/" made "0", the next character; every scope is under "")."""
+        scopes = self._scopes
+        if scopes is None:
+            scopes = self._scopes = sorted((other.scope, other.path) for other in self._layers if other.owns_parameters)
+        prefix, inside = layer.prefix, layer.path + "/"
+        start = bisect.bisect_left(scopes, (prefix,))
+        end = bisect.bisect_left(scopes, (prefix[:-1] + "0",)) if prefix else len(scopes)
+        return any(path != layer.path and not path.startswith(inside) for _, path in scopes[start:end])
 
     def _defaults(self, layer: Layer, desc: dict, node: dict[str, Any]) -> None:
         """Rule "layer-names": the layers that RETURNN reads by a default name (none written), as "@default ..."

@@ -21,6 +21,7 @@ class NameResolver:
     _order: list[Layer]
     names: list[str]
     _odd_names: list[tuple[str, Layer]]
+    _seeded: bool  # whether a layer draws from a random generator (see graph_scopes.draws_random)
 
     def _index(self, net: Net, names: dict[str, list[tuple[str, Layer]]]) -> None:
         """Every layer by its name, into ``names`` if a plain name, for the strings that may name it (:meth:`_ties`);
@@ -181,9 +182,13 @@ class NameResolver:
 
     def _token(self, layer: Layer) -> Token:
         """The token of a reference to the layer, one for all its references (thousands in a model); it numbers the
-        layer on first use, which makes it a node of the graph."""
+        layer on first use, which makes it a node of the graph. Rule "subnetwork-namespace": in a net whose layers
+        draw seeds, a layer of a subnetwork says which (numbered first), whose generator it draws from."""
         if layer.token is None:
-            layer.token = Token(f"layer#{len(self._order)}")
+            net = layer.net
+            owner = net.owner if self._seeded and net.kind == "subnet" else None
+            inside = "" if owner is None else f" in {(owner.token or self._token(owner)).text}"
+            layer.token = Token(f"layer#{len(self._order)}{inside}")
             self._order.append(layer)
             self.names.append(layer.path)
         return layer.token

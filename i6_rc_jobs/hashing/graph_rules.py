@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import NamedTuple
 
-GRAPH_FORMAT_VERSION = 5
+GRAPH_FORMAT_VERSION = 6
 
 
 class Rule(NamedTuple):
@@ -55,7 +55,9 @@ RULES: dict[str, Rule] = {
             "none of whose layers draws from a random generator (one that may own parameters, a random or dropout "
             "layer without a seed, an input or parameter dropout, eval code that may): RETURNN makes a subnetwork a "
             "network of its own, seeded by a draw from its parent's generator (TFNetwork.__init__), so it shifts the "
-            "seeds of the layers built after it and gives its own layers others (initial values, dropout masks).",
+            "seeds of the layers built after it and gives its own layers others (initial values, dropout masks). "
+            "In such a network, each layer of a subnetwork names the subnetwork it sits in, also where only its "
+            "path is read (Subnetwork is made when any path into it is first read, network.py construct_layer).",
         ),
         Rule(
             "subnetwork-scope",
@@ -65,6 +67,18 @@ RULES: dict[str, Rule] = {
             "a name_scope, a subnetwork under whose scope a layer outside it has variables (a loop with name_scope "
             "'' holding a module of the name of one outside it, as returnn_common makes them) stays a layer: "
             "update_params_from_subnet owns those variables too.",
+        ),
+        Rule(
+            "subnetwork-output",
+            "A subnetwork layer read as a whole in the 'from' of a layer that reads only its sources' output (see "
+            "OUTPUT_READERS), outside loops, is the layer its 'output' finds in it, as if read by that path ('lstms.0' "
+            "as 'lstms.0/rec' where 'output' copies 'rec'): RETURNN's SubnetworkLayer constructs only its 'output' "
+            "(transform_config_dict: subnet.construct_layer('output')), in the one Subnetwork per name that "
+            "construct_layer also makes for a path into it (make_subnet), and outputs that layer's output. Only for "
+            "a subnetwork with no option but one source, a name_scope and an out_shape its output checks, none of "
+            "whose layers is marked (its objective, maybe_construct_objective) or sets 'trainable', and under whose "
+            "scope no layer outside it has variables: SubnetworkLayer owns every variable under its scope "
+            "(update_params_from_subnet), which decides what is trainable.",
         ),
         Rule(
             "copy-alias",
@@ -374,6 +388,12 @@ VARIABLE_KEYWORDS: dict[str, str] = {"initial_output": "var"}
 #: not a str free of "random" and "seed".
 RANDOM_DRAWING_CLASSES = frozenset({"random", "rand_int", "random_state_init", "resize", "dropout"})
 RANDOM_DRAWING_OPTIONS = frozenset({"dropout", "param_dropout", "param_variational_noise"})
+
+#: Rule "subnetwork-output": classes whose layers read nothing of a source layer but its output: DotLayer
+#: (``self.sources[i].output``) and RecLayer, only of a cell unit (a str) and without initial_state (which reads the
+#: sources' layers in RnnCellLayer.get_rec_initial_state); not CopyLayer (output_before_activation, rec_vars_outputs),
+#: LinearLayer (whether a source is a CopyLayer) and others that read more.
+OUTPUT_READERS = frozenset({"dot", "rec"})
 
 #: Rule "parameter-scope": classes whose variables sit under "rec/" in their scope unless name_scope is given
 #: (RecLayer and RnnCellLayer.get_absolute_name_scope_prefix), for a loop's body as for a cell unit ("lstm", ...).

@@ -11,6 +11,8 @@ from ..serialization.errors import SerializationError
 from ..serialization.refs import DimRef, MarkedRef
 from .graph_rules import (
     INERT_OPTIONS,
+    MARKING_OPTIONS,
+    OUTPUT_READERS,
     PARAMETER_FREE_CLASSES,
     RANDOM_DRAWING_CLASSES,
     RANDOM_DRAWING_OPTIONS,
@@ -21,6 +23,8 @@ from .graph_rules import (
 )
 from .tokens import Token
 
+#: Rule "subnetwork-output": options of a layer in a subnetwork that make the subnetwork layer more than its output.
+_MARKED_KEYS = frozenset(MARKING_OPTIONS) | {"trainable"}
 #: Nested subnetworks deeper than this are refused (each level is a scope; RETURNN itself recurses per level).
 MAX_DEPTH = 200
 
@@ -243,6 +247,45 @@ def _flattens(desc: dict) -> bool:
         and (name_scope is None or (type(name_scope) is str and name_scope.strip("/") != ""))
         and single_source(desc) is not None
     )
+
+
+def reads_outputs_only(layer: Layer) -> bool:
+    """Rule "subnetwork-output": whether the layer reads nothing of its sources but their output (DotLayer; RecLayer of
+    a cell unit without initial_state, through input_data), outside loops."""
+    desc = layer.desc
+    if layer.net.loop is not None:
+        return False
+    return desc["class"] in OUTPUT_READERS and (
+        desc["class"] != "rec" or (type(desc.get("unit")) is str and "initial_state" not in desc)
+    )
+
+
+def passes_output_on(layer: Layer) -> bool:
+    """Rule "subnetwork-output": whether a subnetwork layer outside loops makes nothing but its output layer when it is
+    read as a whole: no option but one source, a name_scope and an out_shape its output checks, and no layer in it
+    (at any depth) that is marked or sets "trainable". Whether a layer outside it has variables under its scope is
+    left to the caller."""
+    desc = layer.desc
+    if layer.net.loop is not None or layer.unit is None or layer.unit.kind != "subnet" or desc["class"] != "subnetwork":
+        return False
+    if not set(desc) - INERT_OPTIONS <= {"class", "subnetwork", "from", "out_shape"} or single_source(desc) is None:
+        return False
+    if not same_out_shape(desc, desc["subnetwork"].get("output")):
+        return False
+    return not _holds_marked(desc["subnetwork"], 0)
+
+
+def _holds_marked(value: Any, depth: int) -> bool:
+    """Whether a layer description in ``value`` (at any depth) has a marking option or "trainable"."""
+    if depth > MAX_DEPTH:
+        return True
+    if type(value) is dict:
+        if is_layer(value) and not _MARKED_KEYS.isdisjoint(value):
+            return True
+        return any(_holds_marked(item, depth + 1) for item in value.values())
+    if type(value) in (list, tuple):
+        return any(_holds_marked(item, depth + 1) for item in value)
+    return False
 
 
 def _alias_source(desc: dict) -> Optional[str]:

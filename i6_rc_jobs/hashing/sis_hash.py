@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Any, Optional
 
 from sisyphus.hash import sis_hash_helper
 
+from ..serialization.values import gc_paused
 from .canonical import Canonicalizer, canonical
 from .graph import Graph
 from .graph_rules import GRAPH_FORMAT_VERSION
@@ -64,7 +65,8 @@ def serializer_sis_hash(serializer: SerializedCode, label: str = "ReturnnCommonS
     says what kind of serializer it is."""
     if serializer.hash_value is not None:
         return f"({label}, explicit, ".encode() + sis_hash_helper(serializer.hash_value) + b")"
-    text, _, _ = canonical(*split_sections(serializer))
+    with gc_paused():  # the graph and the canonical form are trees of thousands of containers
+        text, _, _ = canonical(*split_sections(serializer))
     if serializer.unhashed:
         text = f"unhashed {sorted(serializer.unhashed)!r} {text}"
     digest = hashlib.sha256(text.encode("utf-8")).hexdigest()
