@@ -90,3 +90,19 @@ def test_the_dict_property_compares_loaded_dims_as_returnn_does():
     assert form(base.copy(description="f4 copy")) == form(base)
     for other in (base.copy(match_priority=1), base.copy(kind=Dim.Types.Spatial), TWINS[4]):
         assert form(other) != form(base), other
+
+
+def test_a_rename_keeps_a_cell_named_as_the_layer():
+    """A rec layer's unit "cumsum" names a cell, not the layer "cumsum": renaming the layer keeps it (RETURNN's
+    RecLayer reads a str unit as a cell name only)."""
+    from fuzz.nets import rename
+
+    net = {
+        "cumsum": {"class": "cumsum", "from": "data", "axis": "T"},
+        "acc": {"class": "rec", "unit": "cumsum", "from": "cumsum", "n_out": 4},
+    }
+    rename(net, "cumsum", "renamed")
+    assert net == {
+        "renamed": {"class": "cumsum", "from": "data", "axis": "T"},
+        "acc": {"class": "rec", "unit": "cumsum", "from": "renamed", "n_out": 4},
+    }
