@@ -249,20 +249,19 @@ def rw_subnetwork_output(net: Net, rng: random.Random) -> bool:
     """A root subnetwork read by a root layer as a whole in its "from" read instead by the path of the layer its
     "output" copies ("block" as "block/ff"), or such a path read as the whole subnetwork; by any reader, so that the
     readers and subnetworks the rule denies are drawn too."""
-    outputs = {}  # a root subnetwork -> the layer in it its output copies
-    for w in layers_of(net):
-        body = w.desc.get("subnetwork") if w.kind == "root" and w.desc["class"] == "subnetwork" else None
+    root = [w for w in layers_of(net) if w.kind == "root"]
+    swaps = {}  # a root subnetwork's name <-> the path of the layer in it that its output copies
+    for w in root:
+        body = w.desc.get("subnetwork") if w.desc["class"] == "subnetwork" else None
         output = body.get("output") if type(body) is dict else None
-        if type(output) is dict and output.get("class") == "copy" and type(output.get("from")) is str:
-            if output["from"] in body:
-                outputs[w.name] = output["from"]
-    swaps = {name: f"{name}/{inner}" for name, inner in outputs.items()}
-    swaps.update({path: name for name, path in list(swaps.items())})
+        source = output.get("from") if type(output) is dict and output.get("class") == "copy" else None
+        if type(source) is str and source in body:
+            swaps[w.name], swaps[f"{w.name}/{source}"] = f"{w.name}/{source}", w.name
     cands = []
-    for w in layers_of(net):
+    for w in root:
         sources = w.desc.get("from")
-        items = [sources] if type(sources) is str else list(sources) if type(sources) in (list, tuple) else []
-        cands += [(w, i) for i, item in enumerate(items) if w.kind == "root" and type(item) is str and item in swaps]
+        items = [sources] if type(sources) is str else sources if type(sources) in (list, tuple) else ()
+        cands += [(w, i) for i, item in enumerate(items) if type(item) is str and item in swaps]
     if not cands:
         return False
     w, i = rng.choice(cands)

@@ -8,7 +8,6 @@ it. Dims stay DimRefs: the canonical form numbers them as for the dict scheme.""
 
 from __future__ import annotations
 
-import bisect
 import re
 from typing import Any, Optional, Union
 
@@ -27,7 +26,6 @@ from .graph_rules import (
     KEYWORDS,
     LITERAL_OPTIONS,
     MARKING_OPTIONS,
-    OUTPUT_READERS,
     SHAPE_DEPS_CLASSES,
     SOURCELESS_CLASSES,
     UNSET_VALUES,
@@ -50,6 +48,7 @@ from .graph_scopes import (
     same_out_shape,
     single_source,
     sorted_items,
+    under_scope,
 )
 from .graph_spellings import (
     COMBINE_OPTIONS,
@@ -126,7 +125,8 @@ class Graph(NameResolver):
         self._target_keys = sorted(extern_keys | {_DEFAULT_TARGET})
         self._unread = False  # a layer of a class not in READINGS, or a value that may read any layer, was met
         self._passing: dict[str, bool] = {}  # rule "subnetwork-output": path -> whether it passes its output on
-        self._scopes: Optional[list[tuple[str, str]]] = None  # (scope, path) of each layer that may own variables
+        self._owners: Optional[list[tuple[str, str]]] = None  # (scope, path) of each layer that may own variables
+        self._scopes: list[str] = []  # their scopes, in that order
         roots = self._roots()
         other = self._other(self._root, "")  # before the layers are made: names in it may number layers
         layers: list[dict] = []
@@ -203,7 +203,7 @@ class Graph(NameResolver):
                 continue
             if key == "from":  # rules "from-list" and "subnetwork-output"; a reference option of every class (_option)
                 value = [value] if type(value) is str else list(value) if type(value) is tuple else value
-                if type(value) is list and desc["class"] in OUTPUT_READERS and reads_outputs_only(layer):
+                if type(value) is list and reads_outputs_only(layer):
                     value = [self._output_read(item, layer.net) if type(item) is str else item for item in value]
                 node[key] = self._references(value, layer.net, _FROM_KEYWORDS, layer.prefix)
                 continue
@@ -240,19 +240,14 @@ class Graph(NameResolver):
         """Rule "subnetwork-output": the token of the layer that a subnetwork read by ``name`` outputs, for each
         subnetwork on the way that passes its output layer on and nothing more (see passes_output_on); else
         ``name``."""
-        found = self._lookup(name, net)
-        if found is None or type(found) is Tagged or found[1] or found[2] or found[3]:
-            return name
-        layer, inner = found[0], None
+        layer, inner = self._plain(name, net), None
         for _ in range(MAX_DEPTH):
-            if layer.unit is None or not self._passes_output_on(layer):
+            if layer is None or layer.unit is None or not self._passes_output_on(layer):
                 break
-            output = self._lookup("output", layer.unit)
-            if output is None or type(output) is Tagged or output[1] or output[2] or output[3]:
+            output = self._plain("output", layer.unit)
+            if output is None or not output.path.startswith(layer.path + "/"):  # none, or a layer outside it
                 break
-            if not output[0].path.startswith(layer.path + "/"):  # its output is a layer outside it
-                break
-            layer = inner = output[0]
+            layer = inner = output
         return name if inner is None else self._token(inner)
 
     def _passes_output_on(self, layer: Layer) -> bool:
@@ -264,15 +259,15 @@ class Graph(NameResolver):
         return passes
 
     def _shares_scope(self, layer: Layer) -> bool:
-        """Whether a layer outside ``layer`` may own variables under its scope (the scopes under a prefix that ends
-        with "/" sort from it to the prefix with that "/" made "0", the next character; every scope is under "")."""
-        scopes = self._scopes
-        if scopes is None:
-            scopes = self._scopes = sorted((other.scope, other.path) for other in self._layers if other.owns_parameters)
-        prefix, inside = layer.prefix, layer.path + "/"
-        start = bisect.bisect_left(scopes, (prefix,))
-        end = bisect.bisect_left(scopes, (prefix[:-1] + "0",)) if prefix else len(scopes)
-        return any(path != layer.path and not path.startswith(inside) for _, path in scopes[start:end])
+        """Whether a layer outside ``layer`` may own variables under its scope."""
+        if self._owners is None:
+            self._owners = sorted((other.scope, other.path) for other in self._layers if other.owns_parameters)
+            self._scopes = [scope for scope, _ in self._owners]
+        inside = layer.path + "/"
+        return any(
+            path != layer.path and not path.startswith(inside)
+            for path in (self._owners[i][1] for i in under_scope(self._scopes, layer.prefix))
+        )
 
     def _defaults(self, layer: Layer, desc: dict, node: dict[str, Any]) -> None:
         """Rule "layer-names": the layers that RETURNN reads by a default name (none written), as "@default ..."
@@ -344,10 +339,10 @@ class Graph(NameResolver):
 
     def _float_constant(self, text: str, net: Net) -> Optional[float]:
         """The float of a scalar float32 constant layer that ``text`` finds (without numbering it), else None."""
-        found = self._lookup(text, net)
-        if found is None or type(found) is Tagged or found[1] or found[2] or found[3]:
+        layer = self._plain(text, net)
+        if layer is None:
             return None
-        desc = found[0].desc
+        desc = layer.desc
         if desc["class"] != "constant":
             return None
         others = desc.keys() - INERT_OPTIONS - {"class", "value", "dtype"}
@@ -355,7 +350,7 @@ class Graph(NameResolver):
             others.discard("out_shape")  # a scalar's check, which it passes
         if others and not (others == {"shape_deps"} and no_shape_deps(desc)):
             return None
-        spelled = constant_value(desc, found[0])
+        spelled = constant_value(desc, layer)
         return spelled[0] if spelled is not None and spelled[1] == "float32" and type(spelled[0]) is float else None
 
     def _option(self, layer: Layer, key: str, value: Any) -> Any:

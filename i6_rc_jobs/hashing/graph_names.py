@@ -119,6 +119,14 @@ class NameResolver:
                 return found
         return self._prev(item, stacked, "", prev)
 
+    def _plain(self, text: str, net: Net) -> Optional[Layer]:
+        """The layer the name ``text`` read in ``net`` finds, if it is the layer itself (no ``prev:``, no frames of a
+        loop stacked, no sub-layer path), else None."""
+        found = self._lookup(text, net)
+        if found is None or type(found) is Tagged or found[1] or found[2] or found[3]:
+            return None
+        return found[0]
+
     @staticmethod
     def _prev(layer: Layer, stacked: bool, sub: str, prev: str) -> Optional[tuple[Layer, bool, str, str]]:
         """The target, if ``prev`` can apply to it (a layer in the loop the name is read in)."""

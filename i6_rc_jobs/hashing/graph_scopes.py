@@ -253,11 +253,9 @@ def reads_outputs_only(layer: Layer) -> bool:
     """Rule "subnetwork-output": whether the layer reads nothing of its sources but their output (DotLayer; RecLayer of
     a cell unit without initial_state, through input_data), outside loops."""
     desc = layer.desc
-    if layer.net.loop is not None:
+    if desc["class"] not in OUTPUT_READERS or layer.net.loop is not None:
         return False
-    return desc["class"] in OUTPUT_READERS and (
-        desc["class"] != "rec" or (type(desc.get("unit")) is str and "initial_state" not in desc)
-    )
+    return desc["class"] != "rec" or (type(desc.get("unit")) is str and "initial_state" not in desc)
 
 
 def passes_output_on(layer: Layer) -> bool:
@@ -387,6 +385,13 @@ def draws_random(layer: Layer) -> bool:
     return desc["class"] == "eval" and (type(code) is not str or "random" in code or "seed" in code)
 
 
+def under_scope(scopes: list[str], prefix: str) -> range:
+    """The indices of the sorted ``scopes`` under the scope ``prefix``: those of a prefix that ends with "/" sort from
+    it to the prefix with that "/" made "0" (the next character); every scope is under ""."""
+    end = bisect.bisect_left(scopes, prefix[:-1] + "0") if prefix else len(scopes)
+    return range(bisect.bisect_left(scopes, prefix), end)
+
+
 def keep_shared_scopes(parsed: list[Union[Layer, Net]], subs: list[tuple[Net, Layer, int, int]]) -> list[Layer]:
     """Rule "subnetwork-scope": a flattened subnetwork under whose scope a layer outside it has variables
     (SubnetworkLayer would own those too) is a layer with its body, as a subnetwork with options. Returns the
@@ -397,9 +402,7 @@ def keep_shared_scopes(parsed: list[Union[Layer, Net]], subs: list[tuple[Net, La
     scopes = [scope for scope, _ in owners]
     seeded = any(type(layer) is Layer and draws_random(layer) for layer in parsed)  # rule "subnetwork-namespace"
     for sub, flat, start, end in subs:
-        prefix = flat.prefix  # ends with "/": the scopes under it sort from prefix to prefix[:-1] + "0"
-        found = range(bisect.bisect_left(scopes, prefix), bisect.bisect_left(scopes, prefix[:-1] + "0"))
-        if not seeded and all(start <= owners[i][1] < end for i in found):
+        if not seeded and all(start <= owners[i][1] < end for i in under_scope(scopes, flat.prefix)):
             continue
         sub.kind, sub.sources = "subnet", None
         sub.owner = parsed[start - 1] = Layer(flat.name, flat.desc, flat.net, flat.prefix, sub)
