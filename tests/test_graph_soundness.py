@@ -72,6 +72,33 @@ def _pair_code_names() -> tuple[Net, Net]:
     )
 
 
+def _pair_code_names_a_namespace() -> tuple[Net, Net]:
+    """As _pair_code_names, with "x" and "y" subnetworks that the graph flattens into namespaces: the code's "x"
+    is x's output layer. The code holds no other layer's name (not the word "output")."""
+    a, b = swapped("x", "y")
+    code = "source(0) + source(1) + getattr(self.network.get_layer('x'), 'out' + 'put').placeholder"
+
+    def namespaces(net: Net) -> Net:
+        return {
+            name: {"class": "subnetwork", "from": "data", "subnetwork": {"output": desc}} for name, desc in net.items()
+        }
+
+    return (
+        {**namespaces(a), "output": {"class": "eval", "from": ["x", "y"], "eval": code}},
+        {**namespaces(b), "output": {"class": "eval", "from": ["y", "x"], "eval": code}},
+    )
+
+
+def _pair_code_names_odd() -> tuple[Net, Net]:
+    """As _pair_code_names, with names that code holds as no word ("x-1" splits into "x" and "1")."""
+    a, b = swapped("x-1", "y-1")
+    code = "source(0) + source(1) + getattr(self.network.get_layer('x-1'), 'out' + 'put').placeholder"
+    return (
+        {**a, "output": {"class": "eval", "from": ["x-1", "y-1"], "eval": code}},
+        {**b, "output": {"class": "eval", "from": ["y-1", "x-1"], "eval": code}},
+    )
+
+
 def _pair_max_seq_len() -> tuple[Net, Net]:
     def net(x: dict, y: dict, order: list[str]) -> Net:
         unit = {
@@ -202,6 +229,8 @@ def _pair_loop_data() -> tuple[Net, Net]:
 PAIRS = {
     "loss-target-layer": _pair_loss_target,
     "names-in-eval-code": _pair_code_names,
+    "namespace-names-in-eval-code": _pair_code_names_a_namespace,
+    "odd-names-in-eval-code": _pair_code_names_odd,
     "names-in-max-seq-len": _pair_max_seq_len,
     "concat-sources-data-key": _pair_concat_sources,
     "layer-named-data": _pair_layer_named_data,

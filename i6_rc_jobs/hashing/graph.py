@@ -8,7 +8,6 @@ it. Dims stay DimRefs: the canonical form numbers them as for the dict scheme.""
 
 from __future__ import annotations
 
-import re
 from typing import Any, Optional, Union
 
 from i6_core.returnn.config import CodeWrapper
@@ -86,16 +85,19 @@ _HANDLING = (
     | {key: _SKIP for key in INERT_OPTIONS}
 )
 
-_WORD_SPLIT = re.compile(r"[^A-Za-z0-9_]+")
-_DOTTED_SPLIT = re.compile(r"[^A-Za-z0-9_.]+")
 
-
-def _same_base(dim: DimRef) -> DimRef:
-    """Rule "out-shape": the dim a same_as copy is a copy of (RETURNN's Dim equality, by which verify_out_shape
-    matches the output's dims, takes a copy for its base)."""
-    while dim.copy_of is not None:
-        dim = dim.copy_of
-    return dim
+def _same_bases(dims: set) -> Optional[set]:
+    """Rule "out-shape": the dims of an out_shape as the dims their same_as copies are copies of (RETURNN's Dim
+    equality, by which verify_out_shape matches the output's dims, takes a copy for its base); None if it holds
+    anything but DimRefs."""
+    bases = set()
+    for dim in dims:
+        if type(dim) is not DimRef:
+            return None
+        while dim.copy_of is not None:
+            dim = dim.copy_of
+        bases.add(dim)
+    return bases
 
 
 class Graph(NameResolver):
@@ -114,13 +116,17 @@ class Graph(NameResolver):
         subs: list[tuple[Net, Layer, int, int]] = []  # (subnetwork, its flattened layer, its layers' range)
         parse(network, self._root, "", 0, parsed, subs)
         self._layers = keep_shared_scopes(parsed, subs)
+        self._namespaces = [flat.name for sub, flat, _, _ in subs if sub.kind == "sub"]  # for _ties
         self._seeded = any(draws_random(layer) for layer in self._layers)  # rules "subnetwork-namespace", "scalar-..."
         self._order: list[Layer] = []
         self.names: list[str] = []
-        # for _ties, made when a string first needs them (many nets have none): a plain name -> the layers of that
-        # name, and the layers of names with other characters
+        # for _ties, made when a string first needs them (many nets have none): every name, those of other
+        # characters than a plain name's, and once a string holds a name: a plain name -> the layers of that name,
+        # and the layers of names with other characters; the ties of each string met
+        self._all_names: Optional[tuple[frozenset[str], list[str]]] = None
         self._names: Optional[dict[str, list[tuple[str, Layer]]]] = None
         self._odd_names: list[tuple[str, Layer]] = []
+        self._tied: dict[str, list[tuple[str, Token]]] = {}
         # the extern_data keys a loss without target may read as its default target, as layers of that name
         self._target_keys = sorted(extern_keys | {_DEFAULT_TARGET})
         self._unread = False  # a layer of a class not in READINGS, or a value that may read any layer, was met
@@ -198,9 +204,11 @@ class Graph(NameResolver):
             if key == "out_shape" and layer.unit is not None and layer.unit.kind == "subnet":
                 if same_out_shape(desc, desc["subnetwork"].get("output")):  # rule "out-shape": the output's check
                     continue
-            if key == "out_shape" and type(value) is set and all(type(dim) is DimRef for dim in value):
-                node[key] = {_same_base(dim) for dim in value}  # rule "out-shape"
-                continue
+            if key == "out_shape" and type(value) is set:
+                bases = _same_bases(value)  # rule "out-shape"
+                if bases is not None:
+                    node[key] = bases
+                    continue
             if key == "from":  # rules "from-list" and "subnetwork-output"; a reference option of every class (_option)
                 value = [value] if type(value) is str else list(value) if type(value) is tuple else value
                 if type(value) is list and reads_outputs_only(layer):
@@ -291,7 +299,9 @@ class Graph(NameResolver):
         (register_as_extern_data may bring a beam), and only where every layer is known (no nested net dict)."""
         if not self._extern_deps or self._nested_nets:
             return
-        registered = (layer.desc.get("register_as_extern_data") for layer in self._layers)
+        registered = [
+            layer.desc["register_as_extern_data"] for layer in self._layers if "register_as_extern_data" in layer.desc
+        ]
         keys = extern_keys - {key for key in registered if type(key) is str}
         for node in self._extern_deps:
             deps = [
@@ -465,18 +475,6 @@ class Graph(NameResolver):
             self._unread = True  # a function, a Sisyphus value: what it reads is unknown here (rule "layer-names")
         return value
 
-    def _ties(self, text: str) -> list[tuple[str, Token]]:
-        """Every layer whose name occurs in ``text``: as a word (split at what no plain name holds), or for names
-        with other characters, anywhere; by name and path (numbers in that order)."""
-        names = self._names
-        if names is None:
-            names = self._names = {}
-            self._index(self._root, names)
-        words = set(_WORD_SPLIT.split(text)) | set(_DOTTED_SPLIT.split(text))
-        found = [(name, layer.path, layer) for word in words for name, layer in names.get(word, ())]
-        found.extend((name, layer.path, layer) for name, layer in self._odd_names if name in text)
-        return [(name, self._token(layer)) for name, _, layer in sorted(found, key=lambda f: f[:2])]
-
     def _nested(self, network: dict, net: Net, prefix: str) -> Tagged:
         """A net dict in an option other than a subnetwork's or a loop's (e.g. a cond layer's branches): its layers
         join the graph with their names, and the option lists them by name."""
@@ -491,4 +489,6 @@ class Graph(NameResolver):
 
     def _other(self, net: Net, prefix: str) -> dict[str, Any]:
         """Entries of a net dict that are no layer (RETURNN ignores some, e.g. "#..." keys; all are kept)."""
+        if not net.other:  # most scopes
+            return {}
         return {key: self._value(value, net, prefix) for key, value in sorted_items(net.other)}

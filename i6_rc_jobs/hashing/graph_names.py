@@ -11,6 +11,8 @@ from .tokens import Tagged, Token
 
 _UNSEEN = object()  # a name not looked up yet (None is what a name that finds nothing finds)
 _PLAIN_WORD = re.compile(r"[A-Za-z0-9_.]+")  # a name that code holds as a word: split at anything else
+_WORD_SPLIT = re.compile(r"[^A-Za-z0-9_]+")
+_DOTTED_SPLIT = re.compile(r"[^A-Za-z0-9_.]+")
 
 
 class NameResolver:
@@ -19,9 +21,39 @@ class NameResolver:
 
     _root: Net
     _order: list[Layer]
+    _layers: list[Layer]
+    _namespaces: list[str]  # the names of the flattened subnetworks
     names: list[str]
+    _all_names: Optional[tuple[frozenset[str], list[str]]]
+    _names: Optional[dict[str, list[tuple[str, Layer]]]]
     _odd_names: list[tuple[str, Layer]]
+    _tied: dict[str, list[tuple[str, Token]]]
     _seeded: bool  # whether a layer draws from a random generator (see graph_scopes.draws_random)
+
+    def _ties(self, text: str) -> list[tuple[str, Token]]:
+        """Every layer whose name occurs in ``text``: as a word (split at what no plain name holds), or for names
+        with other characters, anywhere; by name and path (numbers in that order). Once per string (a model holds
+        the same eval code many times); the layers are indexed by name only once a string holds a name."""
+        ties = self._tied.get(text)
+        if ties is None:
+            ties = self._tied[text] = self._find_ties(text)
+        return ties
+
+    def _find_ties(self, text: str) -> list[tuple[str, Token]]:
+        words = set(_WORD_SPLIT.split(text)) | set(_DOTTED_SPLIT.split(text))
+        names = self._names
+        if names is None:
+            if self._all_names is None:
+                every = frozenset(layer.name for layer in self._layers).union(self._namespaces)
+                self._all_names = every, [name for name in every if not _PLAIN_WORD.fullmatch(name)]
+            every, odd = self._all_names
+            if every.isdisjoint(words) and not any(name in text for name in odd):
+                return []
+            names = self._names = {}
+            self._index(self._root, names)
+        found = [(name, layer.path, layer) for word in words for name, layer in names.get(word, ())]
+        found.extend((name, layer.path, layer) for name, layer in self._odd_names if name in text)
+        return [(name, self._token(layer)) for name, _, layer in sorted(found, key=lambda f: f[:2])]
 
     def _index(self, net: Net, names: dict[str, list[tuple[str, Layer]]]) -> None:
         """Every layer by its name, into ``names`` if a plain name, for the strings that may name it (:meth:`_ties`);
@@ -47,8 +79,10 @@ class NameResolver:
     def _resolve(self, text: str, net: Net) -> Any:
         """What the name ``text`` read in ``net`` refers to: a token (a layer's number, marked prev/stacked/loop
         input) or an extern_data key (Tagged), or None if it finds nothing."""
-        target = self._lookup(text, net)
-        if target is None or isinstance(target, Tagged):
+        target = net.found.get(text, _UNSEEN)  # _lookup, inline: names in references are most of a graph's work
+        if target is _UNSEEN:
+            target = net.found[text] = self._find(text, net, 0)
+        if type(target) is not tuple:  # None or a Tagged
             return target
         layer, stacked, sub, prev = target
         token = layer.token or self._token(layer)
@@ -72,10 +106,10 @@ class NameResolver:
         previous frame of a copy alias or a namespace is their own (their initial output), not their source's."""
         if hops > MAX_DEPTH:
             return None  # a cycle of aliases: RETURNN cannot build it either; the name stays as it is
-        if ":" not in text and "/" not in text:  # most names: a layer here, no alias
+        if ":" not in text and "/" not in text and not prev:  # most names: a layer here, no alias
             item = net.layers.get(text)
             if type(item) is Layer and item.alias_of is None:
-                return self._prev(item, False, "", prev)
+                return item, False, "", ""
         while True:
             if text.startswith("base:"):
                 if net.parent is None:

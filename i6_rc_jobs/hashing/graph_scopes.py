@@ -125,11 +125,17 @@ def is_net(value: Any) -> bool:
 
 def _is_body(value: Any) -> bool:
     """A net dict as a loop's or subnetwork's body: layers, and notes under "#..." keys (RETURNN skips those)."""
-    return (
-        type(value) is dict
-        and all(type(k) is str and (is_layer(v) or k.startswith("#")) for k, v in value.items())
-        and any(is_layer(v) for v in value.values())
-    )
+    if type(value) is not dict:
+        return False
+    layers = False
+    for key, item in value.items():  # a loop, not all() and any(): every layer of a model passes here
+        if type(key) is not str:
+            return False
+        if type(item) is dict and type(item.get("class")) is str:  # is_layer
+            layers = True
+        elif not key.startswith("#"):
+            return False
+    return layers
 
 
 def _out_shape_key(value: Any) -> Optional[frozenset]:
@@ -184,13 +190,10 @@ def sorted_items(value: dict) -> list[tuple[Any, Any]]:
 def _static_random(desc: dict) -> bool:
     """Rule "static-random": a random layer that creates no variable (static=True) and makes no dim named after
     itself (no int in its shape)."""
+    if desc["class"] != "random":
+        return False
     shape: Any = desc.get("shape")
-    return (
-        desc["class"] == "random"
-        and desc.get("static") is True
-        and type(shape) in (list, tuple)
-        and all(type(dim) is DimRef for dim in shape)
-    )
+    return desc.get("static") is True and type(shape) in (list, tuple) and all(type(dim) is DimRef for dim in shape)
 
 
 def no_shape_deps(desc: dict) -> bool:
@@ -280,10 +283,12 @@ def _holds_marked(value: Any, depth: int) -> bool:
     if type(value) is dict:
         if is_layer(value) and not _MARKED_KEYS.isdisjoint(value):
             return True
-        return any(_holds_marked(item, depth + 1) for item in value.values())
-    if type(value) in (list, tuple):
-        return any(_holds_marked(item, depth + 1) for item in value)
-    return False
+        value = value.values()
+    return any(_holds_marked(item, depth + 1) for item in value if type(item) in _CONTAINERS)
+
+
+#: The values _holds_marked looks into (all else holds no layer description).
+_CONTAINERS = frozenset({dict, list, tuple})
 
 
 def _alias_source(desc: dict) -> Optional[str]:
