@@ -277,7 +277,8 @@ def passes_output_on(layer: Layer) -> bool:
 
 
 def _holds_marked(value: Any, depth: int) -> bool:
-    """Whether a layer description in ``value`` (at any depth) has a marking option or "trainable"."""
+    """Whether a layer description in ``value`` (a dict, list or tuple; at any depth) has a marking option or
+    "trainable"."""
     if depth > MAX_DEPTH:
         return True
     if type(value) is dict:
