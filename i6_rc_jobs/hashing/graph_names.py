@@ -79,10 +79,8 @@ class NameResolver:
     def _resolve(self, text: str, net: Net) -> Any:
         """What the name ``text`` read in ``net`` refers to: a token (a layer's number, marked prev/stacked/loop
         input) or an extern_data key (Tagged), or None if it finds nothing."""
-        target = net.found.get(text, _UNSEEN)  # _lookup, inline: names in references are most of a graph's work
-        if target is _UNSEEN:
-            target = net.found[text] = self._find(text, net, 0)
-        if type(target) is not tuple:  # None or a Tagged
+        target = self._lookup(text, net)
+        if target is None or isinstance(target, Tagged):
             return target
         layer, stacked, sub, prev = target
         token = layer.token or self._token(layer)
@@ -106,10 +104,10 @@ class NameResolver:
         previous frame of a copy alias or a namespace is their own (their initial output), not their source's."""
         if hops > MAX_DEPTH:
             return None  # a cycle of aliases: RETURNN cannot build it either; the name stays as it is
-        if ":" not in text and "/" not in text and not prev:  # most names: a layer here, no alias
+        if ":" not in text and "/" not in text:  # most names: a layer here, no alias
             item = net.layers.get(text)
             if type(item) is Layer and item.alias_of is None:
-                return item, False, "", ""
+                return self._prev(item, False, "", prev)
         while True:
             if text.startswith("base:"):
                 if net.parent is None:
