@@ -1,4 +1,4 @@
-"""The content hash of model code (``i6_rc_jobs.code_hash``) over i6_models' history: the Conformer parts and
+"""The content hash of model code (``i6_rc_jobs._code_hash``) over i6_models' history: the Conformer parts and
 assemblies at every commit that touched ``i6_models/parts/conformer`` or ``i6_models/assemblies/conformer``. Run from
 the repository root:
 
@@ -184,7 +184,7 @@ def _fingerprint(module_name: str, class_name: str) -> dict[str, Any]:
         os.close(read)
         status = 1
         try:
-            from i6_rc_jobs.code_hash.record import record_code
+            from i6_rc_jobs._code_hash.record import record_code
 
             found = _part(module_name, class_name)
             assert found is not None
@@ -356,7 +356,7 @@ def main() -> None:
                 moved = entry["digest"] != before["digest"]
                 changes = []
                 if moved:
-                    from i6_rc_jobs.code_hash.fingerprint import CodeFingerprint
+                    from i6_rc_jobs._code_hash.fingerprint import CodeFingerprint
 
                     old = CodeFingerprint.from_json(before["fingerprint"])
                     changes = [

@@ -42,8 +42,8 @@ def main(argv: list[str] | None = None) -> None:
     args = parser.parse_args(argv)
 
     from i6_rc_jobs import ReturnnCommonSerializer
-    from i6_rc_jobs.hashing.sis_hash import layer_graphs, serializer_sis_hash
-    from i6_rc_jobs.serialization.values import gc_paused
+    from i6_rc_jobs._hashing.sis_hash import layer_graphs, serializer_sis_hash
+    from i6_rc_jobs._serialization.values import gc_paused
 
     model = models.build(args.model)
     serializers = {

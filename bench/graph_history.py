@@ -8,7 +8,7 @@ Each (commit, model) is built in a process of its own (returnn_common versions m
 ``nn`` at that commit by a versioned import, made to build by ``rc_compat.apply``, the model from
 ``bench.history_models`` (small, fixed sizes), then a ``ReturnnCommonSerializer`` of its raw dicts. Recorded: the
 serializer (pickled), its dict hash, the graph hash of a ``hash_scheme="graph"`` serializer of the same dicts, and
-the semantic fingerprint of the config it writes (``i6_rc_jobs.semantics``: RETURNN builds the net; its TF
+the semantic fingerprint of the config it writes (``i6_rc_jobs._verify.semantics``: RETURNN builds the net; its TF
 parameter names and shapes, the initializer of each, and the output with parameters seeded by name). Two commits are
 semantically the same iff their fingerprints have no differences in these (the model alone, as
 ``differences(losses=False)``; the losses, which the fingerprint also holds, are said where the graph hash moved,
@@ -101,13 +101,13 @@ RECORD_FORMAT = 1
 RECORD_INPUTS = (
     "bench/history_models.py",
     "tests/rc_builders.py",
-    "i6_rc_jobs/rc_compat.py",
-    "i6_rc_jobs/semantics.py",
+    "i6_rc_jobs/_compat/rc_compat.py",
+    "i6_rc_jobs/_verify/semantics.py",
     "rwth-i6.lock",
     "requirements-dev.lock",
 )
 #: The code the hashes come from: records hashed by another version of it are reported (``--rehash`` updates them).
-HASHING_INPUTS = ("i6_rc_jobs/hashing", "i6_rc_jobs/serialization", "i6_rc_jobs/serializer.py")
+HASHING_INPUTS = ("i6_rc_jobs/_hashing", "i6_rc_jobs/_serialization", "i6_rc_jobs/serializers.py")
 
 HASHES = ("dict", "graph")
 
@@ -166,8 +166,8 @@ def make_record(version: str, model: str) -> dict[str, Any]:
     from bench import history_models
     from bench.models import quiet_fds
     from i6_rc_jobs import ReturnnCommonSerializer, rc_compat
-    from i6_rc_jobs.imports import import_
-    from i6_rc_jobs import semantics
+    from i6_rc_jobs import import_
+    from i6_rc_jobs._verify import semantics
 
     record: dict[str, Any] = {"version": version, "model": model, "error": None}
     start = time.perf_counter()
@@ -258,10 +258,10 @@ def _short(hash_text: str) -> str:
 
 def initial_values(record: dict[str, Any], cache: pathlib.Path) -> dict[str, Any]:
     """The initial value of every TF variable of the record's config as RETURNN's initializers draw it, graph and
-    network seeds fixed (:mod:`i6_rc_jobs.training_semantics`): computed once, then kept in the record."""
+    network seeds fixed (:mod:`i6_rc_jobs._verify.training_semantics`): computed once, then kept in the record."""
     if "initial" not in record:
         from bench.models import quiet_fds
-        from i6_rc_jobs.training_semantics import training_fingerprint
+        from i6_rc_jobs._verify.training_semantics import training_fingerprint
 
         with quiet_fds():
             record["initial"] = training_fingerprint(pickle.loads(record["serializer"]).get())[1].initial
@@ -381,7 +381,7 @@ def print_counts(analysis: dict[str, Any], models: tuple[str, ...]) -> None:
 def print_findings(records: dict[tuple[str, str], dict], analysis: dict[str, Any], models: tuple[str, ...]) -> None:
     """Transitions to look into: the graph hash moved though the model did not, or a hash stayed though it did."""
     from i6_rc_jobs import ReturnnCommonSerializer
-    from i6_rc_jobs.hashing.diff import explain
+    from i6_rc_jobs._cli.explain import explain
 
     def graph_serializer(version: str, model: str) -> ReturnnCommonSerializer:
         serializer = pickle.loads(records[version, model]["serializer"])

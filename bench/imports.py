@@ -36,7 +36,7 @@ import os, sys, time
 while not os.path.exists(sys.argv[4]):
     time.sleep(0.001)
 if sys.argv[1] == "ours":
-    from i6_rc_jobs.imports import import_
+    from i6_rc_jobs import import_
 else:
     from returnn.import_ import import_
 start = time.perf_counter()
@@ -130,7 +130,7 @@ def measure(target: tuple[str, str, str, dict[str, str]], reps: int, work: pathl
                 errors.append(err)
                 continue
             first.append(float(ms))
-            time.sleep(2.1)  # the version is older than the margin a kept proof needs (i6_rc_jobs/imports/proven.py)
+            time.sleep(2.1)  # the version is older than the margin a kept proof needs (i6_rc_jobs/_imports/proven.py)
             for timings in (full, cached):  # checked in full (and its proof kept), then the kept proof
                 [(status, ms, err)] = _run(method, target, cache)
                 timings.append(float(ms)) if status == 0 else errors.append(err)

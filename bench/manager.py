@@ -88,7 +88,7 @@ import time
 import bench_small
 
 from i6_rc_jobs import build_many
-from i6_rc_jobs.builds import client
+from i6_rc_jobs._builds import client
 
 
 def py():
@@ -117,7 +117,7 @@ import bench_t12
 from sisyphus import tk
 
 from i6_rc_jobs import CheckedReturnnConfig, CreateConfigJob, ReturnnCommonSerializer, build_many
-from i6_rc_jobs.builds import Builds
+from i6_rc_jobs import Builds
 
 SWEEP = {sweep}
 LIMIT = int(os.environ.get("BENCH_LIMIT", "0")) or None
@@ -198,7 +198,7 @@ def write_setup(directory: Path, models: dict[str, str], config: str) -> Path:
     for name, text in models.items():
         (directory / "recipe" / f"{name}.py").write_text(textwrap.dedent(text))
     (directory / "config" / "bench.py").write_text(textwrap.dedent(config))
-    time.sleep(0.1)  # files a build depends on are older than its start (see i6_rc_jobs/builds/server.py)
+    time.sleep(0.1)  # files a build depends on are older than its start (see i6_rc_jobs/_builds/server.py)
     return directory
 
 

@@ -64,7 +64,7 @@ def ours(model: Model, path: str, details: bool = True) -> Method:
     from sisyphus.hash import sis_hash_helper
 
     from i6_rc_jobs import ReturnnCommonSerializer
-    from i6_rc_jobs.serialization.config_file import write_config_file
+    from i6_rc_jobs.jobs.config_file import write_config_file
 
     new_file = _new_files(path)
 

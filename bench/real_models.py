@@ -27,7 +27,7 @@ from typing import Callable, Optional  # noqa: E402
 from i6_core.returnn.config import ReturnnConfig  # noqa: E402
 
 from bench.methods import serialize_dim_tags_like_i6  # noqa: E402
-from i6_rc_jobs.serialization.config_file import write_config_file  # noqa: E402
+from i6_rc_jobs.jobs.config_file import write_config_file  # noqa: E402
 from tests import real_models  # noqa: E402
 
 

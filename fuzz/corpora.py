@@ -15,7 +15,7 @@ import sys
 from dataclasses import dataclass
 from typing import Any, NamedTuple
 
-from i6_rc_jobs.atomic_file import write_atomically
+from i6_rc_jobs._util.atomic_file import write_atomically
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 MAX_CHARS = 12_000
@@ -126,7 +126,7 @@ def load(suite: str, path: pathlib.Path) -> list[Entry]:
 
 def corpus_base(entry: Entry, rng: random.Random) -> tuple[dict, dict]:
     """(extern_data, network) of a corpus config, as RETURNN loads it, with up to three layers renamed."""
-    from i6_rc_jobs.semantics import load_config
+    from i6_rc_jobs._verify.semantics import load_config
 
     from .rewrites import rw_rename
 

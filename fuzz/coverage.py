@@ -1,6 +1,6 @@
 """Coverage: which layer options the pairs exercised. Counted per (layer class, option): the pairs whose nets have
 it, and the pairs that differ in it; listed over the entries of the hashes' layer-option table
-(``i6_rc_jobs.hashing.layer_options.READINGS``) where that table exists, else over what the nets held."""
+(``i6_rc_jobs._hashing.layer_options.READINGS``) where that table exists, else over what the nets held."""
 
 from __future__ import annotations
 
@@ -32,7 +32,7 @@ def options_of(base: Any, variant: Any, staged: bool) -> tuple[tuple, tuple]:
 def table() -> Optional[dict[str, dict[str, Any]]]:
     """The hashes' layer-option table, if this version of i6_rc_jobs has it."""
     try:
-        module = importlib.import_module("i6_rc_jobs.hashing.layer_options")
+        module = importlib.import_module("i6_rc_jobs._hashing.layer_options")
     except ModuleNotFoundError:
         return None
     return module.READINGS

@@ -21,7 +21,7 @@ def config_hashes(seed: int, indices: list[int]) -> dict[tuple[int, str], str]:
     up to three DimRefs of the serialized net as config values (or the error it raised)."""
     from sisyphus.hash import short_hash
 
-    from i6_rc_jobs.serialization.config_file import CheckedReturnnConfig
+    from i6_rc_jobs.jobs.config_file import CheckedReturnnConfig
 
     hashes = {}
     for index in indices:
@@ -38,7 +38,7 @@ def config_hashes(seed: int, indices: list[int]) -> dict[tuple[int, str], str]:
 
 
 def _dim_refs(value: Any) -> list[Any]:
-    from i6_rc_jobs.serialization.refs import DimRef
+    from i6_rc_jobs._serialization.refs import DimRef
 
     found: list[Any] = []
 
@@ -99,7 +99,7 @@ def _reproducer(seed: int, index: int, scheme: str, here: str, there: Optional[s
             f"# {here} in one process and {there} in another (run this twice)",
             "from sisyphus.hash import short_hash",
             "from i6_rc_jobs import ReturnnCommonSerializer",
-            "from i6_rc_jobs.serialization.config_file import CheckedReturnnConfig",
+            "from i6_rc_jobs.jobs.config_file import CheckedReturnnConfig",
             "from fuzz.determinism import _dim_refs",
             "from fuzz.dims import *",
             f"net = {py(base.net)}",

@@ -1,5 +1,5 @@
 """Hashes of both schemes, and the judge: each written config built with RETURNN (eval and training fingerprints
-of :mod:`i6_rc_jobs.training_semantics`) and loaded as dicts and dims, and the differences of two builds."""
+of :mod:`i6_rc_jobs._verify.training_semantics`) and loaded as dicts and dims, and the differences of two builds."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from typing import Any, Optional
 
 from returnn.tensor import Dim
 
-from i6_rc_jobs.training_semantics import training_differences, training_fingerprint
+from i6_rc_jobs._verify.training_semantics import training_differences, training_fingerprint
 
 from .dims import EXTERN_DATA
 
@@ -27,7 +27,7 @@ def serializer(net: Any, scheme: str, staged: bool, extern_data: Optional[dict] 
 
 def hashes(net: Any, staged: bool, extern_data: Optional[dict] = None) -> dict[str, Any]:
     """scheme -> its hash (bytes), or the error text of a net the serializer refuses."""
-    from i6_rc_jobs.serialization.errors import SerializationError
+    from i6_rc_jobs._serialization.errors import SerializationError
 
     result = {}
     for scheme in ("dict", "graph"):
@@ -117,7 +117,7 @@ def loaded_form(code: str, net: Any, staged: bool) -> Any:
     equality compares the bases, so a copy and its base are one dim to it; distinct objects that no equality joins
     stay distinct), and its own kind, size, match_priority, flags and derivation; descriptions left out unless
     auto-generated (cosmetic otherwise: the judge's builds check the axis strings that read them)."""
-    from i6_rc_jobs.semantics import load_config
+    from i6_rc_jobs._verify.semantics import load_config
 
     config = load_config(code)
     nets = (

@@ -91,7 +91,7 @@ def rw_scope(net: Net, rng: random.Random) -> bool:
 
 def rw_wrap_subnetwork(net: Net, rng: random.Random) -> bool:
     """A parameter-free layer of one input wrapped in a subnetwork (a namespace), or a flattened one unwrapped."""
-    from i6_rc_jobs.hashing.graph_rules import PARAMETER_FREE_CLASSES
+    from i6_rc_jobs._hashing.graph_rules import PARAMETER_FREE_CLASSES
 
     cands = [
         w
@@ -218,7 +218,7 @@ def rw_value_spellings(net: Net, rng: random.Random) -> bool:
 
 def rw_scalar_operands(net: Net, rng: random.Random) -> bool:
     """An eval of one source and a float as a combine with a constant layer, or the reverse."""
-    from i6_rc_jobs.hashing.graph_spellings import scalar_eval
+    from i6_rc_jobs._hashing.graph_spellings import scalar_eval
 
     cands = [w for w in layers_of(net) if w.desc["class"] == "eval" and type(w.desc.get("from")) is str]
     cands = [w for w in cands if scalar_eval(w.desc["eval"]) is not None and set(w.desc) == {"class", "from", "eval"}]

@@ -348,7 +348,7 @@ def recheck(folder: pathlib.Path, out=sys.stdout) -> int:
     import fuzz.code_options
     from i6_core.returnn.config import CodeWrapper
 
-    from i6_rc_jobs.semantics import load_config
+    from i6_rc_jobs._verify.semantics import load_config
 
     _init_worker(own_process=False)
     names: dict[str, Any] = {name: d for d in _all_dims() for i, name in DIM_NAMES.items() if i == id(d)}

@@ -150,7 +150,7 @@ def reproducer(
         ]
     else:
         nets = [
-            "from i6_rc_jobs.semantics import load_config",
+            "from i6_rc_jobs._verify.semantics import load_config",
             *(f"{n}_code = {serializer(net, 'dict', staged, extern_data).get()!r}" for n, net in (("a", a), ("b", b))),
             "ca, cb = load_config(a_code), load_config(b_code)",
             *(
@@ -167,8 +167,8 @@ def reproducer(
             "import os",
             'os.environ["CUDA_VISIBLE_DEVICES"] = ""',
             "from i6_rc_jobs import ReturnnCommonSerializer",
-            "from i6_rc_jobs.semantics import same_model",
-            "from i6_rc_jobs.training_semantics import training_differences, training_fingerprint",
+            "from i6_rc_jobs._verify.semantics import same_model",
+            "from i6_rc_jobs._verify.training_semantics import training_differences, training_fingerprint",
             *nets,
             "assert sa._sis_hash() == sb._sis_hash()",
             f"for stage in {stages!r}:",

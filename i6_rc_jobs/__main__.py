@@ -12,12 +12,12 @@ if not __package__:  # run as ``python recipe/i6_rc_jobs ...``: Python put the p
     sys.path[0] = os.path.dirname(os.path.abspath(sys.path[0]))  # its parent instead, where i6_rc_jobs is found
 
 COMMANDS = {
-    "hash-diff": "i6_rc_jobs.cli.hash_diff",
-    "fetch": "i6_rc_jobs.cli.fetch",
-    "prefetch": "i6_rc_jobs.cli.prefetch",
-    "ide-paths": "i6_rc_jobs.cli.ide_paths",
-    "same-model": "i6_rc_jobs.cli.same_model",
-    "builds": "i6_rc_jobs.cli.builds",
+    "hash-diff": "i6_rc_jobs._cli.hash_diff",
+    "fetch": "i6_rc_jobs._cli.fetch",
+    "prefetch": "i6_rc_jobs._cli.prefetch",
+    "ide-paths": "i6_rc_jobs._cli.ide_paths",
+    "same-model": "i6_rc_jobs._cli.same_model",
+    "builds": "i6_rc_jobs._cli.builds",
 }
 
 

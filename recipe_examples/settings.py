@@ -8,6 +8,12 @@ below replace its defaults. See .deps/src/sisyphus/sisyphus/global_settings.py f
 import os
 import sys
 
+from i6_rc_jobs import install_failure_hints
+
+# A failure in a config that passed through a returnn_common nn which rc_compat.apply was not applied to ends in the
+# line naming the fix, and `sis manager` exits with status 1 when the config fails (Sisyphus's own main exits 0).
+install_failure_hints()
+
 _ENGINE = os.environ.get("I6_RC_ENGINE", "local")
 if _ENGINE not in ("local", "slurm"):
     raise ValueError(f"I6_RC_ENGINE={_ENGINE!r}: choose local (the default) or slurm")
@@ -64,7 +70,7 @@ def engine():
 # Workers start with a cleaned environment: only DEFAULT_ENVIRONMENT_KEEP survives and DEFAULT_ENVIRONMENT_SET
 # is added. The workers (and the RETURNN processes they start) use the python of the manager, i.e. .venv,
 # which finds sisyphus, i6_core, returnn and returnn_common through its .pth file: no PYTHONPATH needed.
-# The import cache's location is kept, so that workers find the versions the manager imported (i6_rc_jobs.imports),
+# The import cache's location is kept, so that workers find the versions the manager imported (i6_rc_jobs._imports),
 # and the engine choice, so that workers read these settings as the manager does.
 _python_bin = os.path.dirname(sys.executable)
 DEFAULT_ENVIRONMENT_KEEP = {

@@ -30,7 +30,7 @@ import inspect
 import types
 from typing import Any, Callable
 
-from i6_rc_jobs.rc_compat import _scoped_function
+from i6_rc_jobs._compat.rc_compat import _scoped_function
 
 RawDicts = tuple[dict[str, Any], dict[str, Any]]
 

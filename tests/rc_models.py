@@ -10,7 +10,7 @@ serialization and hashing must cope with exactly these objects; hand-written dic
 Every builder starts from ``nn.reset_default_root_name_ctx()``, so builders are independent of each other and
 every call makes fresh Dim objects. returnn_common prints debug lines on stdout while building.
 
-The pinned returnn_common (f7ad63a) is older than the pinned RETURNN: :func:`i6_rc_jobs.rc_compat.apply` makes it
+The pinned returnn_common (f7ad63a) is older than the pinned RETURNN: :func:`i6_rc_jobs._compat.rc_compat.apply` makes it
 build its models with it (``nn.Loop``, ``nn.LayerState``); it changes how returnn_common builds, not the model.
 """
 
@@ -157,7 +157,7 @@ def construct(extern_data: dict[str, Any], network: dict[str, Any], epochs=(1,))
     """RETURNN (TF graph mode) constructs the network: epoch -> names of the layers it made."""
     from returnn.config import Config
 
-    from i6_rc_jobs.returnn_check import construct_networks_from_config
+    from i6_rc_jobs._verify.returnn_check import construct_networks_from_config
 
     config = Config()
     config.update({"extern_data": extern_data, "network": network, "behavior_version": nn.min_returnn_behavior_version})

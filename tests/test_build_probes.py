@@ -16,13 +16,13 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from i6_rc_jobs.builds import Builds, stop_servers
+from i6_rc_jobs import Builds, stop_servers
 from tests.support import probe_recipes
 
 pytestmark = pytest.mark.slow  # each starts or replaces a build server that imports TensorFlow
 #: What the build server imports: pbase (a library a test edits) and what makes a serializer, so that a build
 #: imports only the builders.
-PRELOAD = ("pbase", "i6_rc_jobs.serialization.capture", "i6_rc_jobs.serialization.convert", "tensorflow")
+PRELOAD = ("pbase", "i6_rc_jobs._serialization.capture", "i6_rc_jobs._serialization.convert", "tensorflow")
 #: Every file a test writes is older than this when it builds (see tests/test_builds.py).
 SETTLE_S = 0.05
 

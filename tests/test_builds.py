@@ -24,10 +24,11 @@ from pathlib import Path
 
 import pytest
 
-from i6_rc_jobs.builds import BuildError, Builds, client, fingerprint, probes, stop_servers
-from i6_rc_jobs.builds.client import DEFAULT_PRELOAD
-from i6_rc_jobs.builds.fingerprint import RACY_NS
-from i6_rc_jobs.builds.store import Store, UnsafeCacheError
+from i6_rc_jobs import BuildError, Builds, stop_servers
+from i6_rc_jobs._builds import client, fingerprint, probes
+from i6_rc_jobs._builds.client import DEFAULT_PRELOAD
+from i6_rc_jobs._builds.fingerprint import RACY_NS
+from i6_rc_jobs._builds.store import Store, UnsafeCacheError
 from tests import rc_serializers
 from tests.support import build_recipes, golden
 from tests.support.sisyphus_setup import REPO
@@ -509,7 +510,7 @@ def test_no_more_builds_run_at_once_than_workers(setup, tmp_path, workers):
 MANAGER = textwrap.dedent("""
     import json, os, sys
     sys.path[:0] = [{recipe!r}, {repo!r}]
-    from i6_rc_jobs.builds import Builds
+    from i6_rc_jobs import Builds
     import bmodels
     builds = Builds(cache={cache!r}, workers=2)
     results = builds.build_many([(bmodels.lstm, (path,), {{}}) for path in json.loads(sys.argv[1])])
@@ -753,7 +754,7 @@ def test_a_stopped_manager_holding_a_lock_is_waited_for_a_bounded_time_and_named
 
 def test_a_lock_held_for_a_dead_process_is_taken_over(setup, caplog):
     recipe, builds, bmodels = setup
-    from i6_rc_jobs.builds.client import Call
+    from i6_rc_jobs._builds.client import Call
 
     ended = subprocess.Popen(["true"])
     ended.wait()

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from i6_rc_jobs.hashing.diff import explain
+from i6_rc_jobs._cli.explain import explain
 from tests.support.sisyphus_setup import REPO
 
 pytestmark = pytest.mark.slow  # each manager start starts a build server that imports torch
@@ -144,7 +144,7 @@ def test_an_imported_helper_module_moves_the_hash(setup_dir):
     _edit(setup_dir / "act_helper.py", "torch.relu(x)", "torch.tanh(x)")
     after = start(setup_dir, model)
     assert after["hashes"] != before["hashes"]
-    from i6_rc_jobs.code_hash.fingerprint import CodeFingerprint
+    from i6_rc_jobs._code_hash.fingerprint import CodeFingerprint
 
     old, new = (CodeFingerprint.from_json(r["fingerprints"]["my_model:Model"]) for r in (before, after))
     assert list(old.changes(new)) == [f"module act_helper ({setup_dir / 'act_helper.py'}): activation changed"]
@@ -290,7 +290,7 @@ def test_watch_code_says_which_jobs_code_changed_since_they_were_made(setup_dir)
 def test_the_servers_kept_fingerprints_are_no_dependency_of_its_builds(setup_dir, tmp_path_factory):
     """The kept fingerprints hold other servers' files too (other setups, other preloads); the server's look at them
     when it saves them is its bookkeeping: an entry lists only what its build read."""
-    from i6_rc_jobs.builds.fingerprint import kept_path
+    from i6_rc_jobs._builds.fingerprint import kept_path
 
     home = tmp_path_factory.mktemp("home")
     kept = home / kept_path().relative_to(Path.home())

@@ -9,7 +9,7 @@ import textwrap
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from i6_rc_jobs.code_hash.normalize import code_digest, definition_digests
+from i6_rc_jobs._code_hash.normalize import code_digest, definition_digests
 
 MODEL = textwrap.dedent('''
     """A model."""

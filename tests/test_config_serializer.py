@@ -20,7 +20,7 @@ from returnn.tensor import Dim, batch_dim
 from sisyphus import tk
 
 from i6_rc_jobs import SerializationError
-from i6_rc_jobs.config_serializer import ReturnnConfigSerializer
+from i6_rc_jobs.serializers import ReturnnConfigSerializer
 from tests.support.config_cases import rf_config_values, task12ax_rf_model
 from tests.support.golden import CONFIG_HASHES, GOLDEN, current_config_hashes
 from tests.support.sisyphus_setup import REPO, make_setup, run_manager
@@ -165,7 +165,7 @@ def _check_setup(tmp_path, train_step: str):
         import os
         from sisyphus import tk
         from i6_rc_jobs import CheckedReturnnConfig, CreateConfigJob
-        from i6_rc_jobs.config_serializer import ReturnnConfigSerializer
+        from i6_rc_jobs.serializers import ReturnnConfigSerializer
         import task12ax_rf_model
 
         def main():

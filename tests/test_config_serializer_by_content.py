@@ -97,7 +97,7 @@ def test_the_check_trains_a_step_from_the_written_config(tmp_path, monkeypatch):
         from returnn.tensor import Dim, batch_dim
         from sisyphus import tk
         from i6_rc_jobs import CheckedReturnnConfig, CreateConfigJob, by_content
-        from i6_rc_jobs.config_serializer import ReturnnConfigSerializer
+        from i6_rc_jobs.serializers import ReturnnConfigSerializer
 
         def main():
             time_dim, in_dim, classes_dim = Dim(None, name="time"), Dim(9, name="input"), Dim(2, name="classes")

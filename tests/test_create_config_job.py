@@ -12,8 +12,8 @@ from sisyphus import tk
 from sisyphus.hash import short_hash
 
 from i6_rc_jobs import CreateConfigJob, SerializationError
-from i6_rc_jobs import atomic_file
-from i6_rc_jobs.serialization.config_file import config_code, write_config_file
+from i6_rc_jobs._util import atomic_file
+from i6_rc_jobs.jobs.config_file import config_code, write_config_file
 from tests.support.cases import encoder_decoder, staged
 from tests.support.jobs import MakeCheckpoint
 from tests.support.sisyphus_setup import REPO, job_dirs, make_setup, run_manager

@@ -17,10 +17,10 @@ from returnn.tensor import Dim, Tensor, batch_dim
 from returnn.tensor._dim_extra import Op
 
 from i6_rc_jobs import ReturnnCommonSerializer, SerializationError
-from i6_rc_jobs.hashing.sis_hash import canonical_form
-from i6_rc_jobs.returnn_check import network_in_new_graph
-from i6_rc_jobs.semantics import load_config
-from i6_rc_jobs.serialization.refs import DimRef
+from i6_rc_jobs._hashing.sis_hash import canonical_form
+from i6_rc_jobs._verify.returnn_check import network_in_new_graph
+from i6_rc_jobs._verify.semantics import load_config
+from i6_rc_jobs._serialization.refs import DimRef
 from tests.support.dims import DimMap, assert_equal_up_to_dims
 
 REPO = pathlib.Path(__file__).resolve().parent.parent

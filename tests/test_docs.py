@@ -58,7 +58,7 @@ def test_sphinx_builds_the_docs_warning_free(tmp_path):
     )
     assert done.returncode == 0, done.stderr[-5000:]
     api = (tmp_path / "html" / "reference" / "api.html").read_text()
-    assert '<section id="close">' in api and "i6_rc_jobs.imports.import_" in api  # the generated page, rendered
+    assert '<section id="close">' in api and "i6_rc_jobs._imports.import_" in api  # the generated page, rendered
     cli = html.unescape((tmp_path / "html" / "reference" / "cli.html").read_text())
     for name, module in ((name, importlib.import_module(path)) for name, path in COMMANDS.items()):
         said = [f'id="{name}"', module.EXAMPLE, *(status.meaning for status in module.Exit)]
@@ -176,7 +176,7 @@ def test_every_command_the_pages_name_exists():
 def test_the_builds_guide_names_every_kind_of_dependency_a_build_records_and_checks():
     """A kind of dependency added to the code (``record.ENTRY_KINDS``, ``record.BASE_KINDS``) without a row in the
     guide's table of what is recorded, and a place in its list of what is checked, fails here."""
-    from i6_rc_jobs.builds import record
+    from i6_rc_jobs._builds import record
 
     guide = (REPO / "docs" / "guide" / "builds.md").read_text()
     recorded = guide.split("## What a build may depend on", 1)[1].split("\n## ", 1)[0]

@@ -1,7 +1,7 @@
-"""The graph hash denies by default (rule "layer-names", i6_rc_jobs/hashing/layer_options.py): pairs of net dicts
+"""The graph hash denies by default (rule "layer-names", i6_rc_jobs/_hashing/layer_options.py): pairs of net dicts
 that RETURNN runs differently (other outputs, or one refused) hash differently with ``hash_scheme="graph"``, for
 each way a value can hold layers or names that a graph reading it as literal would miss, and each option that is no
-mere check. Each pair is built with the real RETURNN (i6_rc_jobs/semantics.py)."""
+mere check. Each pair is built with the real RETURNN (i6_rc_jobs/_verify/semantics.py)."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ from i6_core.returnn.config import CodeWrapper
 from returnn.tensor import Dim, batch_dim
 
 from i6_rc_jobs import ReturnnCommonSerializer
-from i6_rc_jobs.semantics import same_model
+from i6_rc_jobs._verify.semantics import same_model
 
 time_dim = Dim(None, name="time", kind=Dim.Types.Spatial)
 in_dim = Dim(5, name="in", kind=Dim.Types.Feature)

@@ -20,8 +20,8 @@ from hypothesis import strategies as st
 from returnn.tensor import Dim, batch_dim
 
 from i6_rc_jobs import ReturnnCommonSerializer, SerializationError
-from i6_rc_jobs.hashing.diff import explain
-from i6_rc_jobs.hashing.graph_rules import GRAPH_FORMAT_VERSION
+from i6_rc_jobs._cli.explain import explain
+from i6_rc_jobs._hashing.graph_rules import GRAPH_FORMAT_VERSION
 from tests.support import golden
 from tests.test_serializer_properties import SETTINGS
 

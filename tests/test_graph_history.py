@@ -11,7 +11,7 @@ import pytest
 
 from bench import graph_history
 from i6_rc_jobs import ReturnnCommonSerializer
-from i6_rc_jobs.hashing.graph_rules import GRAPH_FORMAT_VERSION
+from i6_rc_jobs._hashing.graph_rules import GRAPH_FORMAT_VERSION
 from tests import rc_models
 from tests.support.pins import version
 

@@ -36,8 +36,8 @@ def initial_values(net: Net) -> dict[str, numpy.ndarray]:
     """The initial value of every TF variable RETURNN makes of the written config, by the variable's name."""
     import tensorflow as tf
 
-    from i6_rc_jobs.returnn_check import network_in_new_graph
-    from i6_rc_jobs.semantics import load_config
+    from i6_rc_jobs._verify.returnn_check import network_in_new_graph
+    from i6_rc_jobs._verify.semantics import load_config
 
     config = load_config(serializer(net).get())
     with network_in_new_graph(config, config.typed_value("network"), train_flag=False):

@@ -1,6 +1,6 @@
-"""Each normalization of the graph hash (i6_rc_jobs/hashing/graph_rules.py), against real RETURNN: two net dicts that
+"""Each normalization of the graph hash (i6_rc_jobs/_hashing/graph_rules.py), against real RETURNN: two net dicts that
 differ only by the rule build the same model (same TF parameters, initialization and output, judged by
-i6_rc_jobs/semantics.py) and hash alike, while the dict hash tells them apart (so the rule is what makes them
+i6_rc_jobs/_verify/semantics.py) and hash alike, while the dict hash tells them apart (so the rule is what makes them
 equal); and a semantic change next to it builds another model and hashes differently."""
 
 from __future__ import annotations
@@ -11,8 +11,8 @@ import pytest
 from returnn.tensor import Dim, batch_dim
 
 from i6_rc_jobs import ReturnnCommonSerializer
-from i6_rc_jobs.hashing.graph_rules import RULES
-from i6_rc_jobs.semantics import same_model
+from i6_rc_jobs._hashing.graph_rules import RULES
+from i6_rc_jobs._verify.semantics import same_model
 
 time_dim = Dim(None, name="time", kind=Dim.Types.Spatial)
 in_dim = Dim(5, name="in", kind=Dim.Types.Feature)
@@ -361,9 +361,9 @@ def test_parameter_scopes_are_the_tf_variable_names_of_real_models(model: str):
     import contextlib
     import io
 
-    from i6_rc_jobs.hashing.graph import Graph
+    from i6_rc_jobs._hashing.graph import Graph
     from tests import rc_models
-    from i6_rc_jobs.semantics import fingerprint
+    from i6_rc_jobs._verify.semantics import fingerprint
 
     with contextlib.redirect_stdout(io.StringIO()):
         extern_data, network = rc_models.ALL_BUILDERS[model]()
@@ -378,8 +378,8 @@ def test_parameter_scopes_are_the_tf_variable_names_of_real_models(model: str):
 def test_parameter_scopes_follow_returnn_for_every_spelling():
     """Rule "parameter-scope" for each way RETURNN resolves a scope: nesting, name_scope "" (the parent's),
     relative, absolute and "/" (the root), and the "rec/" of a loop body (none with a name_scope on the loop)."""
-    from i6_rc_jobs.hashing.graph import Graph
-    from i6_rc_jobs.semantics import fingerprint
+    from i6_rc_jobs._hashing.graph import Graph
+    from i6_rc_jobs._verify.semantics import fingerprint
 
     def variable(**options: Any) -> dict:
         return {"class": "variable", "shape": [in_dim], "param_name": "param", **options}
@@ -469,7 +469,7 @@ def test_a_subnetwork_shifts_the_seeds_of_the_initializers_so_a_net_with_one_is_
     """Rule "subnetwork-namespace" holds only where no layer draws from a random generator: RETURNN seeds each
     subnetwork by a draw from its parent's generator, so wrapping a layer into one gives the linear layer built after
     it other initial values, which the graph hash must tell apart."""
-    from i6_rc_jobs.training_semantics import training_differences, training_fingerprint
+    from i6_rc_jobs._verify.training_semantics import training_differences, training_fingerprint
 
     wrapped = {
         "block": {"class": "subnetwork", "from": "data", "subnetwork": {"act": tanh("data"), "output": out("act")}},
@@ -486,7 +486,7 @@ def test_a_subnetwork_shifts_the_seeds_of_the_initializers_so_a_net_with_one_is_
 
 
 def _trains(net: Net) -> Any:
-    from i6_rc_jobs.training_semantics import training_fingerprint
+    from i6_rc_jobs._verify.training_semantics import training_fingerprint
 
     return training_fingerprint(serializer(net, "dict").get())[1]
 
@@ -495,7 +495,7 @@ def test_a_layer_read_by_its_path_into_a_subnetwork_draws_from_the_subnetwork():
     """Rule "subnetwork-namespace": reading "block/ff" makes the Subnetwork "block" (a network of its own, seeded by
     a draw from the root's generator) even where "block" itself is never read: its linear layer gets other initial
     values than the same layer at the root, so each layer of a subnetwork names it."""
-    from i6_rc_jobs.training_semantics import training_differences
+    from i6_rc_jobs._verify.training_semantics import training_differences
 
     block = {**block_of(linear("base:data")), "from": [], "name_scope": ""}  # the same variable names as flat
     wrapped = {"block": block, "proj": linear("block/ff"), "output": out("proj")}
@@ -509,7 +509,7 @@ def test_a_layer_read_by_its_path_into_a_subnetwork_draws_from_the_subnetwork():
 def test_a_subnetwork_read_whole_or_by_the_path_of_its_output_trains_alike(reader: str):
     """Rule "subnetwork-output", as returnn_common's LSTM stacks changed in 2022-05 ("lstms.0/rec" to "lstms.0"):
     the same variables, initial values under the same seeds, outputs and gradients, and the same graph hash."""
-    from i6_rc_jobs.training_semantics import training_differences
+    from i6_rc_jobs._verify.training_semantics import training_differences
 
     def net(read: str) -> Net:
         if reader == "dot":
@@ -526,7 +526,7 @@ def test_a_subnetwork_whose_output_is_found_outside_it_is_no_path_read():
     """Rule "subnetwork-output" holds only for an output layer inside the subnetwork: reading a subnetwork whose
     output is "base:ff" makes its Subnetwork, which shifts the seeds of the layers built after it, so RETURNN gives
     "ff" other initial values than where "ff" is read itself."""
-    from i6_rc_jobs.training_semantics import training_differences
+    from i6_rc_jobs._verify.training_semantics import training_differences
 
     whole = projected(block_of(relu("data"), out("base:ff")), "block", ff=linear("data"))
     path = projected(block_of(relu("data"), out("base:ff")), "ff", ff=linear("data"))
@@ -566,7 +566,7 @@ def test_in_a_loop_of_a_net_with_seeds_the_two_spellings_of_a_scalar_operation_s
     """Rule "scalar-operands" holds outside loops only where layers draw seeds: an eval of a subnetwork in a loop and
     its combine with a constant are built in another order (what RETURNN moves out of the loop differs), so the
     softmax outside gets other initial values under the same seed."""
-    from i6_rc_jobs.training_semantics import training_differences, training_fingerprint
+    from i6_rc_jobs._verify.training_semantics import training_differences, training_fingerprint
 
     def net(output: dict, **more: dict) -> Net:
         step = {"class": "subnetwork", "from": "prev:acc", "subnetwork": {"output": output, **more}}

@@ -1,7 +1,7 @@
 """The graph hash never hides a change RETURNN makes: pairs of net dicts that RETURNN builds into other models (other
-outputs, TF variables or losses, judged by i6_rc_jobs/semantics.py) hash differently with ``hash_scheme="graph"``,
+outputs, TF variables or losses, judged by i6_rc_jobs/_verify/semantics.py) hash differently with ``hash_scheme="graph"``,
 for each way a graph can miss what RETURNN does (references taken as plain values, names resolved otherwise than
-RETURNN resolves them, options wrongly taken as inert), and the tables of i6_rc_jobs/hashing/graph_rules.py hold
+RETURNN resolves them, options wrongly taken as inert), and the tables of i6_rc_jobs/_hashing/graph_rules.py hold
 against the pinned RETURNN's code, so that a RETURNN update that invalidates an entry fails here."""
 
 from __future__ import annotations
@@ -14,8 +14,8 @@ import pytest
 from returnn.tensor import Dim, batch_dim
 
 from i6_rc_jobs import ReturnnCommonSerializer, SerializationError
-from i6_rc_jobs.hashing import graph_rules
-from i6_rc_jobs.semantics import same_model
+from i6_rc_jobs._hashing import graph_rules
+from i6_rc_jobs._verify.semantics import same_model
 
 time_dim = Dim(None, name="time", kind=Dim.Types.Spatial)
 in_dim = Dim(5, name="in", kind=Dim.Types.Feature)
@@ -258,8 +258,8 @@ def test_returnn_tells_the_pair_apart_and_so_does_the_graph_hash(name: str):
 
 
 def _trainable(net: Net) -> list[str]:
-    from i6_rc_jobs.returnn_check import network_in_new_graph
-    from i6_rc_jobs.semantics import load_config
+    from i6_rc_jobs._verify.returnn_check import network_in_new_graph
+    from i6_rc_jobs._verify.semantics import load_config
 
     config = load_config(serializer(net).get())
     with network_in_new_graph(config, config.typed_value("network"), train_flag=True) as network:
@@ -474,7 +474,7 @@ def test_a_static_random_layer_creates_no_variable():
     layer without any variable; an int in the shape names a dim after the layer."""
     from returnn.tf.layers.basic import RandomLayer
 
-    from i6_rc_jobs.semantics import fingerprint
+    from i6_rc_jobs._verify.semantics import fingerprint
 
     source = inspect.getsource(RandomLayer.__init__)
     static = source[source.index("else:  # static is True") : source.index("else:  # state is not None")]

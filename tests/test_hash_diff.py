@@ -67,7 +67,7 @@ def test_reports_only_what_a_jobs_own_hash_takes():
     from i6_core.returnn.training import ReturnnTrainingJob
     from sisyphus import tk
 
-    from i6_rc_jobs.hashing.diff import explain
+    from i6_rc_jobs._cli.explain import explain
 
     root, python = tk.Path(str(REPO / ".deps" / "src" / "returnn")), tk.Path(sys.executable)
     a, b = (
@@ -95,7 +95,7 @@ def test_an_input_that_cannot_be_loaded_is_said_in_one_line_with_its_own_exit_st
 
 
 def test_serializers_hashed_by_hash_value_are_explained_by_it():
-    from i6_rc_jobs.hashing.diff import explain
+    from i6_rc_jobs._cli.explain import explain
 
     a, b = encoder_decoder(hash_value=("model", 1)), encoder_decoder(hash_value=("model", 2))
     assert list(explain(a, b)) == ["hash_value[1]: 1 -> 2"]
@@ -119,7 +119,7 @@ class _Options:
 def test_a_value_hashing_itself_with_sis_hash_inside_a_job_does_not_hide_the_jobs_arguments():
     from sisyphus import Job
 
-    from i6_rc_jobs.hashing.diff import explain
+    from i6_rc_jobs._cli.explain import explain
 
     class Train(Job):
         def __init__(self, options, learning_rate):
@@ -209,7 +209,7 @@ def test_a_changed_model_dim_of_a_transformer_comes_first_with_what_follows_from
     initializer; the dim is named and comes first, the rest beneath it, equal changes merged, and the header counts
     the lines beneath. The attention scale (an eval's code, or a float operand in the graph) holds no dim and sits
     beside none: listed apart, in either scheme."""
-    from i6_rc_jobs.hashing.diff import explain
+    from i6_rc_jobs._cli.explain import explain
 
     lines = list(explain(*_transformer_jobs(hash_scheme, {"model_dim": 64, "lr": 0.1}, {"model_dim": 128, "lr": 0.2})))
     prefix = "CreateConfigJob.returnn_config."
@@ -234,7 +234,7 @@ def test_a_changed_model_dim_of_a_transformer_comes_first_with_what_follows_from
 def test_dims_renumbered_by_a_removed_option_are_no_change_and_every_line_shows_a_difference():
     """``out_shape`` removed everywhere: dims first occur elsewhere and are numbered otherwise, which is no change;
     what is said is the removed options, each a visible difference."""
-    from i6_rc_jobs.hashing.diff import explain
+    from i6_rc_jobs._cli.explain import explain
 
     def without_out_shape(value):
         if isinstance(value, dict):
@@ -360,7 +360,7 @@ def test_a_dim_added_before_the_others_is_one_line_however_it_renumbers_them(use
     from returnn.tensor import Dim
 
     from i6_rc_jobs import ReturnnCommonSerializer
-    from i6_rc_jobs.hashing.diff import explain
+    from i6_rc_jobs._cli.explain import explain
 
     def net(sizes: list[int]) -> dict:
         dims = [Dim(size, description=f"d{i}", kind=Dim.Types.Feature) for i, size in enumerate(sizes)]
@@ -437,7 +437,7 @@ def test_a_config_serializers_changed_dim_is_named_by_its_value_path(tmp_path):
 def test_a_partials_keywords_args_and_functions_are_named_by_their_parts():
     from returnn.tensor import Dim
 
-    from i6_rc_jobs.hashing.diff import explain
+    from i6_rc_jobs._cli.explain import explain
     from recipe_examples.recipe.task12ax_rf_model import train_step_without_loss
 
     def edited(values: dict) -> dict:
@@ -458,7 +458,7 @@ def test_a_dim_that_is_no_longer_another_is_an_identity_change_with_what_stood_t
     where it first occurs, with the dim that stood there before."""
     from returnn.tensor import Dim, batch_dim
 
-    from i6_rc_jobs.hashing.diff import explain
+    from i6_rc_jobs._cli.explain import explain
 
     def other_classes(values: dict) -> dict:
         return _with_model(values, values["get_model"].args[0], Dim(2, name="classes"))

@@ -14,8 +14,8 @@ from i6_core.returnn.config import CodeWrapper
 from returnn.tensor import Dim
 
 from i6_rc_jobs import ReturnnCommonSerializer, SerializationError
-from i6_rc_jobs.hashing.walks import code_texts
-from i6_rc_jobs.serialization.refs import DimRef, MarkedRef
+from i6_rc_jobs._hashing.walks import code_texts
+from i6_rc_jobs._serialization.refs import DimRef, MarkedRef
 from tests.support import net_functions
 from tests.support.dim_graphs import build_structure, dim_specs, structures, build_dims
 from tests.support.records import Pair

@@ -19,8 +19,8 @@ from sisyphus import tk
 from sisyphus.delayed_ops import DelayedFormat
 
 from i6_rc_jobs import CreateConfigJob, ReturnnCommonSerializer, SerializationError
-from i6_rc_jobs.returnn_check import _behavior_version
-from i6_rc_jobs.semantics import same_model
+from i6_rc_jobs._verify.returnn_check import _behavior_version
+from i6_rc_jobs._verify.semantics import same_model
 from tests.support import net_functions
 from tests.support.jobs import MakeCheckpoint
 from tests.support.records import Pair

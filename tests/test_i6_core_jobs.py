@@ -13,7 +13,7 @@ from i6_core.returnn.training import Checkpoint, ReturnnTrainingJob
 from sisyphus import tk
 
 from i6_rc_jobs import ReturnnCommonSerializer, SerializationError
-from i6_rc_jobs.returnn_check import construct_networks
+from i6_rc_jobs._verify.returnn_check import construct_networks
 from tests import rc_models
 from tests.support.sisyphus_setup import REPO
 

@@ -28,9 +28,9 @@ from sisyphus.hash import sis_hash_helper
 
 import i6_rc_jobs
 
-from i6_rc_jobs.imports import VersionedImportError, import_
-from i6_rc_jobs.imports.cache import ENV, LOCK_TIMEOUT_ENV, TREES, into_place
-from i6_rc_jobs.imports.dev import ENV as DEV_ENV
+from i6_rc_jobs import VersionedImportError, import_
+from i6_rc_jobs._imports.cache import ENV, LOCK_TIMEOUT_ENV, TREES, into_place
+from i6_rc_jobs._imports.dev import ENV as DEV_ENV
 from tests.support.pins import version as pinned_version
 from tests.support.sisyphus_setup import job_dirs, make_setup, run_manager
 
@@ -192,7 +192,7 @@ def test_a_cached_version_needs_neither_git_nor_the_origin_and_the_cache_can_be_
     shutil.move(origin.cache, moved)
     shutil.rmtree(origin.path)
     code = f"""
-        from i6_rc_jobs.imports import import_
+        from i6_rc_jobs import import_
         print(import_({REPO!r}, "pkg", {cached!r}).VALUE)
     """
     done = _child(code, PATH="/nonexistent", **{ENV: str(moved)})  # no git on PATH
@@ -284,7 +284,7 @@ def test_eight_processes_importing_a_new_version_at_once_all_get_it(origin, tmp_
     start = tmp_path / "start"
     code = f"""
         import os, sys, time
-        from i6_rc_jobs.imports import import_
+        from i6_rc_jobs import import_
         open(os.path.join({str(tmp_path)!r}, "ready." + sys.argv[1]), "w").close()
         while not os.path.exists({str(start)!r}):
             time.sleep(0.001)
@@ -355,7 +355,7 @@ def test_fetch_command_fills_the_cache_for_processes_without_git(origin):
         f"import sys; from i6_rc_jobs.__main__ import main; sys.exit(main(['fetch', {REPO!r}, {origin.version(1)!r}]))"
     )
     assert done.returncode == 0 and origin.commits[1] in done.stdout, done.stderr
-    code = f"from i6_rc_jobs.imports import import_; print(import_({REPO!r}, 'pkg', {origin.version(1)!r}).VALUE)"
+    code = f"from i6_rc_jobs import import_; print(import_({REPO!r}, 'pkg', {origin.version(1)!r}).VALUE)"
     done = _child(code, PATH="/nonexistent")
     assert (done.returncode, done.stdout) == (0, "2\n"), done.stderr
 
@@ -375,7 +375,7 @@ def test_returnn_common_from_its_github_url_at_the_pinned_version(tmp_path, monk
 
 def test_development_mode_imports_the_working_copy_and_says_what_it_holds(origin, tmp_path, monkeypatch, caplog):
     monkeypatch.setenv(DEV_ENV, str(tmp_path / "dev"))
-    with caplog.at_level(logging.WARNING, logger="i6_rc_jobs.imports"):
+    with caplog.at_level(logging.WARNING, logger="i6_rc_jobs._imports"):
         assert import_(REPO, "pkg", None).VALUE == 2  # cloned at the origin's head
     assert f"at commit {origin.version(1)}" in caplog.text and "without changes" in caplog.text
     clean_hash = sis_hash_helper(import_(REPO, "pkg/helper.py", None).value)
@@ -389,7 +389,7 @@ def test_development_mode_imports_the_working_copy_and_says_what_it_holds(origin
     for name in [name for name in sys.modules if name.startswith("i6_rc_jobs.versioned.")]:
         del sys.modules[name]
     caplog.clear()
-    with caplog.at_level(logging.WARNING, logger="i6_rc_jobs.imports"):
+    with caplog.at_level(logging.WARNING, logger="i6_rc_jobs._imports"):
         assert import_(REPO, "pkg", None).VALUE == 5
     assert "M pkg/helper.py; A staged.py; ?? my notes.txt; ?? untracked.py" in caplog.text, caplog.text
     assert sis_hash_helper(import_(REPO, "pkg/helper.py", None).value) != clean_hash  # jobs see the edit
@@ -447,7 +447,7 @@ def test_a_sisyphus_worker_runs_a_job_holding_a_function_of_a_version(origin, tm
         from i6_core.returnn.config import ReturnnConfig
         from sisyphus import tk
         from i6_rc_jobs import CreateConfigJob
-        from i6_rc_jobs.imports import import_
+        from i6_rc_jobs import import_
 
         def main():
             helper = import_({REPO!r}, "pkg/helper.py", {origin.version(1)!r})
@@ -490,7 +490,7 @@ def _returnn_before_its_code_object_cache(tmp_path: Path) -> Path:
 def test_returnn_tells_two_copies_of_one_function_apart_in_processes_with_versioned_modules(tmp_path):
     """Whether RETURNN's module is loaded before or after i6_rc_jobs.versioned, also with a RETURNN that had no such
     cache yet; without i6_rc_jobs.versioned, RETURNN takes one copy for the other (the premise: should RETURNN fix its
-    cache, this says that i6_rc_jobs.imports.code_identity can go)."""
+    cache, this says that i6_rc_jobs._compat.code_identity can go)."""
     code = """
         import importlib.util, sys
         module = "returnn.util.better_exchook"
@@ -531,12 +531,12 @@ def test_returnn_tells_two_copies_of_one_function_apart_in_processes_with_versio
 @pytest.mark.slow
 def test_models_built_with_returnn_common_at_a_version_and_installed_serialize_alike_in_any_order(tmp_path):
     """Built alone, or one after the other in one process in any order, also with two versions: the same code. (The
-    same function in two copies has equal code objects; without i6_rc_jobs.imports.code_identity, RETURNN's cache
+    same function in two copies has equal code objects; without i6_rc_jobs._compat.code_identity, RETURNN's cache
     took one copy for the other and returnn_common named the attention layers dot, dot_0 instead of energy, att.)"""
     build = """
         import sys
         from i6_rc_jobs import ReturnnCommonSerializer, rc_compat
-        from i6_rc_jobs.imports import import_
+        from i6_rc_jobs import import_
         from sisyphus.hash import sis_hash_helper
 
         def build(nn):
@@ -631,7 +631,7 @@ def test_a_cache_filled_by_one_user_is_read_by_another(origin, shared_dir, monke
         assert {stat.S_IMODE(path.stat().st_mode) for path in sealed} == {0o555}, name
         if umask == 0o002:
             assert {path.lstat().st_gid for path in _all_paths(cache)} == {group}
-        code = f"from i6_rc_jobs.imports import import_; print(import_({REPO!r}, 'pkg', {origin.version(0)!r}).VALUE)"
+        code = f"from i6_rc_jobs import import_; print(import_({REPO!r}, 'pkg', {origin.version(0)!r}).VALUE)"
         done = _as_nobody(code, cache)
         assert (done.returncode, done.stdout) == (0, "1\n"), done.stderr
 
@@ -641,7 +641,7 @@ def test_a_version_not_in_a_cache_this_user_may_not_write_is_one_line_naming_the
     monkeypatch.setenv(ENV, str(cache))
     import_(REPO, "pkg", origin.version(0))
     code = f"""
-        from i6_rc_jobs.imports import VersionedImportError, import_
+        from i6_rc_jobs import VersionedImportError, import_
         try:
             import_({REPO!r}, "pkg", {origin.version(1)!r})
         except VersionedImportError as e:
@@ -701,7 +701,7 @@ def test_development_mode_counts_git_ignored_files_as_changes(origin, tmp_path, 
     (copy / "pkg" / "settings.local.py").write_text("VALUE = 'ignored'\n")
     (copy / "local").mkdir()
     (copy / "local" / "data.txt").write_text("read by the module\n")
-    with caplog.at_level(logging.WARNING, logger="i6_rc_jobs.imports"):
+    with caplog.at_level(logging.WARNING, logger="i6_rc_jobs._imports"):
         module = import_(REPO, "pkg/helper.py", None)
     assert "with changes: !! local/data.txt; !! pkg/settings.local.py\n" in caplog.text, caplog.text
     assert module.__name__ != clean
@@ -723,7 +723,7 @@ def test_development_mode_counts_git_ignored_files_as_changes(origin, tmp_path, 
 
 def test_development_mode_says_where_the_call_is_and_the_edit_that_pins_it(origin, tmp_path, monkeypatch, caplog):
     monkeypatch.setenv(DEV_ENV, str(tmp_path / "dev"))
-    with caplog.at_level(logging.WARNING, logger="i6_rc_jobs.imports"):
+    with caplog.at_level(logging.WARNING, logger="i6_rc_jobs._imports"):
         line = sys._getframe().f_lineno + 1
         import_(REPO, "pkg/helper.py", None)
     assert f" is imported, not a version, at {__file__}:{line}\n" in caplog.text, caplog.text
@@ -769,14 +769,14 @@ def test_a_version_missing_from_a_cache_with_a_clone_of_its_repository_names_the
     )
     module = f"i6_rc_jobs.versioned.example_org.test.origin.c{origin.commits[1]}"
     assert done.stderr.decode().strip().splitlines()[-1] == (
-        f"i6_rc_jobs.imports.errors.VersionedImportError: {REPO} commit {origin.commits[1]} is not in the import cache "
+        f"i6_rc_jobs._imports.errors.VersionedImportError: {REPO} commit {origin.commits[1]} is not in the import cache "
         f"{node_cache} ({module}): fetch it first: python -m i6_rc_jobs fetch {REPO} {origin.version(1)}"
     )
 
 
 # What the shared cache checks before it serves a version, against what anyone who may write to it could do.
 
-IMPORT = "from i6_rc_jobs.imports import import_; print(import_({repo!r}, 'pkg', {version!r}).VALUE)"
+IMPORT = "from i6_rc_jobs import import_; print(import_({repo!r}, 'pkg', {version!r}).VALUE)"
 
 
 def _tree(origin: Origin, i: int) -> Path:
@@ -843,7 +843,7 @@ def _replace_by_a_copy(tree: Path) -> None:
 def test_a_kept_proof_spares_reading_the_files_and_a_change_since_is_checked_in_full(
     origin, tmp_path, monkeypatch, attack, refused
 ):
-    from i6_rc_jobs.imports import proof, proven
+    from i6_rc_jobs._imports import proof, proven
 
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "home-cache"))
     monkeypatch.setattr(proven, "RACY_NS", 20_000_000)  # the kernel's clock ticks in milliseconds
@@ -875,7 +875,7 @@ def test_a_kept_proof_spares_reading_the_files_and_a_change_since_is_checked_in_
 
 
 def test_a_kept_proof_that_others_could_write_is_not_used(origin, tmp_path, monkeypatch):
-    from i6_rc_jobs.imports import proof, proven
+    from i6_rc_jobs._imports import proof, proven
 
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "home-cache"))
     monkeypatch.setattr(proven, "RACY_NS", 20_000_000)
@@ -913,7 +913,7 @@ def test_a_version_is_read_only_down_to_its_directories(origin):
 
 def test_bytecode_planted_in_the_development_copy_with_the_sources_mtime_and_size_does_not_run(origin, tmp_path):
     dev = tmp_path / "dev"
-    done = _child(f"from i6_rc_jobs.imports import import_; import_({REPO!r}, 'pkg', None)", **{DEV_ENV: str(dev)})
+    done = _child(f"from i6_rc_jobs import import_; import_({REPO!r}, 'pkg', None)", **{DEV_ENV: str(dev)})
     assert done.returncode == 0, done.stderr
     helper = dev / "example.org" / "test" / "origin" / "pkg" / "helper.py"
     source, stat_before = helper.read_text(), helper.stat()
@@ -923,7 +923,7 @@ def test_bytecode_planted_in_the_development_copy_with_the_sources_mtime_and_siz
     py_compile.compile(str(helper), doraise=True)  # __pycache__/helper.cpython-311.pyc
     helper.write_text(source)
     os.utime(helper, ns=(stat_before.st_atime_ns, stat_before.st_mtime_ns))
-    code = f"from i6_rc_jobs.imports import import_; print(import_({REPO!r}, 'pkg', None).VALUE)"
+    code = f"from i6_rc_jobs import import_; print(import_({REPO!r}, 'pkg', None).VALUE)"
     done = _child(code, **{DEV_ENV: str(dev)})
     assert (done.returncode, done.stdout) == (0, "2\n"), done.stderr
     assert "without changes" in done.stderr  # the planted bytecode is no change: it never runs

@@ -14,9 +14,9 @@ from pathlib import Path
 import jedi
 import pytest
 
-from i6_rc_jobs.imports import import_
-from i6_rc_jobs.imports.cache import TREES
-from i6_rc_jobs.imports.static import Call, Unresolved, find
+from i6_rc_jobs import import_
+from i6_rc_jobs._imports.cache import TREES
+from i6_rc_jobs._imports.static import Call, Unresolved, find
 from tests import test_imports
 from tests.support.pins import version as pinned_version
 from tests.support.sisyphus_setup import REPO as PROJECT
@@ -43,7 +43,7 @@ def setup(origin, tmp_path, monkeypatch) -> Path:
     _git(lib.path, "init", "-q", "-b", "main")
     lib.commit({"lib.py": "VALUE = 'lib'\n"}, "2024-05-06T07:08:09+01:00")
     lib.commit({"lib.py": "VALUE = 'lib 2'\n"}, "2024-05-07T07:08:09+01:00")
-    uses = "from i6_rc_jobs.imports import import_\n\n"
+    uses = "from i6_rc_jobs import import_\n\n"
     origin.commit(
         {
             "app/__init__.py": "from .uses_lib import VALUE\n",
@@ -58,7 +58,7 @@ def setup(origin, tmp_path, monkeypatch) -> Path:
     setup = tmp_path / "setup"
     (setup / "config").mkdir(parents=True)
     (setup / "config" / "main.py").write_text(textwrap.dedent(f"""\
-            from i6_rc_jobs.imports import import_
+            from i6_rc_jobs import import_
 
             VERSION = {origin.version(2)!r}
 
@@ -68,7 +68,7 @@ def setup(origin, tmp_path, monkeypatch) -> Path:
                 return [app.VALUE, import_({REPO!r}, "settings.config", VERSION).VALUE]
             """))
     (setup / "config" / "other.py").write_text(
-        f"from i6_rc_jobs.imports import import_\n\n\ndef py(version):\n    return import_({REPO!r}, 'pkg', version)\n"
+        f"from i6_rc_jobs import import_\n\n\ndef py(version):\n    return import_({REPO!r}, 'pkg', version)\n"
     )
     return setup
 
@@ -105,7 +105,7 @@ def test_prefetch_exits_0_when_all_is_fetched_and_2_naming_the_call_of_a_path_no
     (setup / "config" / "other.py").unlink()
     assert _run(setup, "prefetch").returncode == 0
     (setup / "config" / "wrong.py").write_text(
-        f"from i6_rc_jobs.imports import import_\n\nimport_({REPO!r}, 'nope.py', {origin.version(0)!r})\n"
+        f"from i6_rc_jobs import import_\n\nimport_({REPO!r}, 'nope.py', {origin.version(0)!r})\n"
     )
     done = _run(setup, "prefetch", "config/wrong.py", "config/missing")
     assert done.returncode == 2
@@ -137,10 +137,10 @@ def test_prefetch_of_the_examples_recipe_resolves_its_pinned_tuple_and_exits_0(t
 def test_import_calls_are_found_through_any_import_of_import__and_resolved_only_from_the_source(tmp_path):
     file = tmp_path / "config.py"
     file.write_text(textwrap.dedent("""\
-            import i6_rc_jobs.imports
-            import i6_rc_jobs.imports.loader as loader
-            from i6_rc_jobs.imports import *
-            from i6_rc_jobs.imports import import_ as versioned
+            import i6_rc_jobs._imports
+            import i6_rc_jobs._imports.loader as loader
+            from i6_rc_jobs import *
+            from i6_rc_jobs import import_ as versioned
             from returnn.import_ import import_ as returnn_import
 
             REPO = "example.org/test/origin"
@@ -150,7 +150,7 @@ def test_import_calls_are_found_through_any_import_of_import__and_resolved_only_
             SHADOWED = "20240102-abcdef1"
 
             a = import_(REPO, PATH, "20240102-abcdef1")
-            b = i6_rc_jobs.imports.import_(version="20240102-abcdef1", repo=REPO, path="x.config")
+            b = i6_rc_jobs._imports.import_(version="20240102-abcdef1", repo=REPO, path="x.config")
             c = loader.import_(REPO, "pkg", TWICE)
             d = versioned(REPO, "pkg", None)
             e = versioned(REPO, *["pkg", "20240102-abcdef1"])
@@ -206,7 +206,7 @@ def test_ide_paths_lets_jedi_resolve_names_of_a_versioned_module_to_the_versions
     assert f"{REPO} {origin.version(1)}: {package}" not in done.stdout  # not used by the config
     done = _run(setup, "ide-paths", str(ide))  # again, now with every version in the cache
     assert done.returncode == 0 and f"{REPO} {origin.version(1)}: {package}\n" in done.stdout, done.stderr
-    source = f"from {package}.pkg import helper\nfrom i6_rc_jobs.imports import import_\nhelper.value()\nimport_\n"
+    source = f"from {package}.pkg import helper\nfrom i6_rc_jobs import import_\nhelper.value()\nimport_\n"
     edited = setup / "config" / "edit.py"
 
     def script(*paths: Path) -> jedi.Script:

@@ -1,4 +1,4 @@
-"""The table of i6_rc_jobs/hashing/layer_options.py against the pinned RETURNN's layer classes, introspected: a RETURNN
+"""The table of i6_rc_jobs/_hashing/layer_options.py against the pinned RETURNN's layer classes, introspected: a RETURNN
 that adds a layer class, accepts an option the table lacks, or gives an option a default that names a layer fails
 here, so that the graph hash never reads what it does not know as if it knew it."""
 
@@ -11,8 +11,8 @@ from typing import Any, Callable
 
 import pytest
 
-from i6_rc_jobs.hashing import graph_rules
-from i6_rc_jobs.hashing.layer_options import KINDS, READINGS
+from i6_rc_jobs._hashing import graph_rules
+from i6_rc_jobs._hashing.layer_options import KINDS, READINGS
 
 #: Parameters RETURNN fills in itself, which no net dict gives.
 _INTERNAL = {"name", "network", "output", "sources", "rec_previous_layer"}
@@ -117,7 +117,7 @@ def test_no_default_names_a_layer_but_those_the_graph_resolves():
     from returnn.tf.layers.base import LayerBase
     from returnn.tf.network import ExternData
 
-    from i6_rc_jobs.hashing.graph import _DEFAULT_TARGET
+    from i6_rc_jobs._hashing.graph import _DEFAULT_TARGET
 
     classes = _layer_classes()
     for name, cls in classes.items():

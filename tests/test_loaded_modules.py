@@ -13,8 +13,8 @@ SCRIPT = """
 import json, sys
 import returnn.util.basic  # registers RETURNN's old module names as lazy loaders
 from returnn.__old_mod_loader__ import _LazyLoader
-from i6_rc_jobs.builds import record
-from i6_rc_jobs.code_hash.record import record_code
+from i6_rc_jobs._builds import record
+from i6_rc_jobs._code_hash.record import record_code
 
 def lazy():
     return sorted(name for name, module in sys.modules.items() if isinstance(module, _LazyLoader))

@@ -14,7 +14,7 @@ import pytest
 from returnn.tensor import Dim, batch_dim
 
 from i6_rc_jobs import ReturnnCommonSerializer, SerializationError
-from i6_rc_jobs.serialization.numpy_values import READABLE_ITEMS
+from i6_rc_jobs._serialization.numpy_values import READABLE_ITEMS
 from tests.support import net_functions
 from tests.support.dims import value_bytes
 from tests.test_serializer import REPO, load
@@ -235,7 +235,7 @@ def test_returnn_builds_a_constant_layer_of_a_numpy_array_and_an_eval_layer_of_a
     from returnn.config import Config, global_config_ctx
     from returnn.tf.network import ExternData, TFNetwork
 
-    from i6_rc_jobs.returnn_check import construct_networks
+    from i6_rc_jobs._verify.returnn_check import construct_networks
 
     time, feat = Dim(None, description="time", kind=Dim.Types.Spatial), Dim(4, description="feat")
     value = numpy.array([0.5, -0.0, 1e-30, NAN_NEGATIVE_PAYLOAD], dtype=numpy.float32)

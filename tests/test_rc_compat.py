@@ -1,5 +1,5 @@
 """
-i6_rc_jobs.rc_compat: with it, the pinned returnn_common builds ``nn.Cond``, ``nn.Loop`` over a ``nn.LayerState`` and
+i6_rc_jobs._compat.rc_compat: with it, the pinned returnn_common builds ``nn.Cond``, ``nn.Loop`` over a ``nn.LayerState`` and
 the Conformer, and the pinned RETURNN constructs them (TF graph construction). It is applied by one explicit call,
 never on import, and a second call changes nothing.
 """
@@ -151,7 +151,7 @@ def _run_with_version(version: str, body: str) -> None:
     and ``construct`` from tests.rc_models; it prints ``ok`` at its end."""
     code = textwrap.dedent("""\
         from i6_rc_jobs import rc_compat
-        from i6_rc_jobs.imports import import_
+        from i6_rc_jobs import import_
         from tests.rc_models import construct
 
         nn = rc_compat.apply(import_("github.com/rwth-i6/returnn_common", "nn", VERSION))

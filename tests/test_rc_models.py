@@ -1,6 +1,6 @@
 """
 The real returnn_common models of tests/rc_models.py build, keep their Dim objects, and RETURNN constructs them;
-and i6_rc_jobs.returnn_check loads hand-written config files and names the failing layer.
+and i6_rc_jobs._verify.returnn_check loads hand-written config files and names the failing layer.
 TF graph construction only, no training.
 """
 
@@ -15,8 +15,8 @@ from typing import Any
 
 import pytest
 
-from i6_rc_jobs import returnn_check
-from i6_rc_jobs.returnn_check import NetworkCheckError, construct_networks
+from i6_rc_jobs._verify import returnn_check
+from i6_rc_jobs._verify.returnn_check import NetworkCheckError, construct_networks
 from tests import rc_models
 from tests.support.pins import REPO
 from tests.support.walk import distinct, leaves
@@ -232,5 +232,5 @@ def test_cli(tmp_path):
 
 
 def test_import_does_not_load_tensorflow():
-    code = "import sys, i6_rc_jobs.returnn_check; assert 'tensorflow' not in sys.modules, 'tensorflow imported'"
+    code = "import sys, i6_rc_jobs._verify.returnn_check; assert 'tensorflow' not in sys.modules, 'tensorflow imported'"
     subprocess.run([sys.executable, "-c", code], check=True)

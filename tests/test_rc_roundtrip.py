@@ -9,8 +9,8 @@ import pytest
 from i6_core.returnn.config import ReturnnConfig
 
 from i6_rc_jobs import ReturnnCommonSerializer, SerializationError
-from i6_rc_jobs.returnn_check import construct_networks
-from i6_rc_jobs.serialization.config_file import write_config_file
+from i6_rc_jobs._verify.returnn_check import construct_networks
+from i6_rc_jobs.jobs.config_file import write_config_file
 from tests import rc_builders, rc_models
 from tests.support.dims import DimMap, assert_equal_up_to_dims
 from tests.support.walk import distinct, leaves
@@ -109,8 +109,8 @@ def test_written_search_net_constructs_for_recognition():
     search flag (``network_in_new_graph(search=True)``), with the beam on its output."""
     from returnn_common import nn
 
-    from i6_rc_jobs.returnn_check import network_in_new_graph
-    from i6_rc_jobs.semantics import load_config
+    from i6_rc_jobs._verify.returnn_check import network_in_new_graph
+    from i6_rc_jobs._verify.semantics import load_config
 
     nn.reset_default_root_name_ctx()
     time_dim, in_dim, classes_dim = nn.SpatialDim("time"), nn.FeatureDim("in", 4), nn.FeatureDim("classes", 5)

@@ -24,8 +24,8 @@ def usage_snippet() -> str:
 def test_the_usage_snippet_runs_as_written_and_returnn_constructs_what_it_makes(tmp_path):
     check = textwrap.dedent("""
 
-        from i6_rc_jobs.returnn_check import construct_networks
-        from i6_rc_jobs.serialization.config_file import write_config_file
+        from i6_rc_jobs._verify.returnn_check import construct_networks
+        from i6_rc_jobs.jobs.config_file import write_config_file
 
         write_config_file(config, "returnn.config")
         print("constructed", construct_networks("returnn.config", quiet=True))

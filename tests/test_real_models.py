@@ -18,7 +18,7 @@ import pytest
 from i6_core.returnn.config import CodeWrapper
 
 from i6_rc_jobs import ReturnnCommonSerializer
-from i6_rc_jobs.serialization.config_file import write_config_file
+from i6_rc_jobs.jobs.config_file import write_config_file
 from tests import real_models
 from tests.support.dims import DimMap, assert_equal_up_to_dims
 from tests.support.sisyphus_setup import REPO

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from i6_rc_jobs.returnn_check import OLDEST_RETURNN
+from i6_rc_jobs._verify.returnn_check import OLDEST_RETURNN
 from tests.support.sisyphus_setup import REPO, make_setup, run_manager
 
 RANGE = sorted(path.stem for path in (REPO / "returnn-range").glob("*.txt"))

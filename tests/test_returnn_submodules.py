@@ -5,7 +5,7 @@ import os
 import subprocess
 import sys
 
-from i6_rc_jobs import returnn_check
+from i6_rc_jobs._verify import returnn_check
 
 CONFIG = """#!rnn.py
 use_tensorflow = True

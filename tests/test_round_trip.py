@@ -23,8 +23,8 @@ from returnn.tensor.marked_dim import ImplicitSparseDim
 from sisyphus.delayed_ops import DelayedFormat
 
 from i6_rc_jobs import ReturnnCommonSerializer, SerializationError
-from i6_rc_jobs.hashing.walks import dims_in
-from i6_rc_jobs.hashing.sis_hash import canonical_form
+from i6_rc_jobs._hashing.walks import dims_in
+from i6_rc_jobs._hashing.sis_hash import canonical_form
 from tests.support import net_functions
 from tests.support.dim_graphs import TAG_NAMES, build_related_dims, related_dim_specs
 from tests.support.dims import DimMap, assert_equal_up_to_dims

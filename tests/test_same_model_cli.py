@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 
 from i6_rc_jobs import ReturnnCommonSerializer
-from i6_rc_jobs.config_serializer import ReturnnConfigSerializer
-from i6_rc_jobs.serialization.config_file import CheckedReturnnConfig, write_config_file
+from i6_rc_jobs.serializers import ReturnnConfigSerializer
+from i6_rc_jobs.jobs.config_file import CheckedReturnnConfig, write_config_file
 from tests.support.sisyphus_setup import REPO
 from tests.test_graph_rules import CASES, EXTERN_DATA
 

@@ -1,5 +1,5 @@
 """
-The judge of i6_rc_jobs/semantics.py, with real RETURNN: configs that define the same model have no differences
+The judge of i6_rc_jobs/_verify/semantics.py, with real RETURNN: configs that define the same model have no differences
 (also with other names of non-parameter layers and another axis order inside), configs that define another model
 (another activation, param shape, initializer) have exactly the differences that say so.
 """
@@ -14,9 +14,9 @@ import tensorflow as tf
 from returnn.tensor import Dim, batch_dim
 
 from i6_rc_jobs import ReturnnCommonSerializer
-from i6_rc_jobs.returnn_check import network_in_new_graph
+from i6_rc_jobs._verify.returnn_check import network_in_new_graph
 from tests import rc_models
-from i6_rc_jobs.semantics import fingerprint, load_config, same_model
+from i6_rc_jobs._verify.semantics import fingerprint, load_config, same_model
 
 TIME = Dim(None, description="time", kind=Dim.Types.Spatial)
 IN = Dim(5, description="in", kind=Dim.Types.Feature)

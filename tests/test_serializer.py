@@ -19,8 +19,8 @@ from returnn.tensor import Dim, batch_dim
 from sisyphus.hash import short_hash
 
 from i6_rc_jobs import CreateConfigJob, ReturnnCommonSerializer, SerializationError
-from i6_rc_jobs.hashing.sis_hash import FORMAT_VERSION
-from i6_rc_jobs.serialization.config_file import config_code, write_config_file
+from i6_rc_jobs._hashing.sis_hash import FORMAT_VERSION
+from i6_rc_jobs.jobs.config_file import config_code, write_config_file
 from tests.support import golden
 from tests.support.cases import CASES, encoder_decoder, staged
 from tests.support.dims import DimMap, assert_equal_up_to_dims
@@ -264,7 +264,7 @@ _BLOCK = textwrap.dedent("""
 _CHILD = _BLOCK.format(blocked=("returnn", "returnn_common", "tensorflow")) + textwrap.dedent("""
     config = pickle.load(sys.stdin.buffer)
     from sisyphus.hash import short_hash
-    from i6_rc_jobs.serialization.config_file import config_code
+    from i6_rc_jobs.jobs.config_file import config_code
     serializer = config.python_prolog[0]
     sys.stdout.write(repr((short_hash(config), serializer._sis_hash(), serializer.get(), config_code(config))))
     assert not [m for m in sys.modules if m.split(".")[0] in ("returnn", "returnn_common", "tensorflow")]
@@ -551,7 +551,7 @@ def test_namedtuple_classes_the_config_cannot_import_by_name_are_refused_when_co
 
 def _names_by_first_free_suffix(descriptions: list[str]) -> list[str]:
     """The naming rule by its definition: the stem, else the first of ``_1``, ``_2``, ... whose name is free."""
-    from i6_rc_jobs.serialization.naming import RESERVED, dim_name_stem
+    from i6_rc_jobs._serialization.naming import RESERVED, dim_name_stem
 
     taken, names = set(RESERVED), []
     for description in descriptions:
@@ -567,7 +567,7 @@ def _names_by_first_free_suffix(descriptions: list[str]) -> list[str]:
 
 
 def test_dim_names_are_the_first_free_suffix_also_when_descriptions_look_like_suffixed_names():
-    from i6_rc_jobs.serialization.naming import NameAllocator
+    from i6_rc_jobs._serialization.naming import NameAllocator
 
     descriptions = ["x", "x 1", "x", "x_1", "x", "x 3", "x", "x", "x 1 1", "x 1", "x 1", "batch", "batch", "x:2", "x"]
     allocator = NameAllocator()
@@ -773,7 +773,7 @@ _DIM_IN_CONFIG = """
 import sys
 from i6_core.returnn.config import ReturnnConfig
 from sisyphus.hash import short_hash
-from i6_rc_jobs.serialization.refs import MarkedRef
+from i6_rc_jobs._serialization.refs import MarkedRef
 from tests.support.cases import encoder_decoder
 
 def config(size=None, name=None):

@@ -12,9 +12,9 @@ from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
 from i6_rc_jobs import ReturnnCommonSerializer, SerializationError
-from i6_rc_jobs.hashing.sis_hash import canonical_form
-from i6_rc_jobs.hashing.walks import code_texts
-from i6_rc_jobs.serialization.refs import DimRef, MarkedRef
+from i6_rc_jobs._hashing.sis_hash import canonical_form
+from i6_rc_jobs._hashing.walks import code_texts
+from i6_rc_jobs._serialization.refs import DimRef, MarkedRef
 from tests.support.dim_graphs import build_dims, build_structure, dim_specs, part_sources, size_edits, structures
 from tests.support.dims import DimMap, assert_equal_up_to_dims
 from tests.support.walk import leaves

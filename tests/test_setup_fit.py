@@ -66,7 +66,7 @@ def main():
     from returnn_common import nn
 
     from i6_rc_jobs import CheckedReturnnConfig, CreateConfigJob, ReturnnCommonSerializer, rc_compat
-    from i6_rc_jobs.imports import import_
+    from i6_rc_jobs import import_
 
     for module in (i6_core, returnn, returnn_common, sisyphus, i6_rc_jobs):
         print(f"manager imports {module.__name__} from {module.__file__}")

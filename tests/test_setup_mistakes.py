@@ -99,8 +99,8 @@ def test_a_failing_check_stops_the_training_that_waits_for_it_and_fails_where_rn
 def test_the_check_command_fails_where_rnn_py_fails(tmp_path):
     """The check's own process (``returnn_check.py CONFIG``, what CreateConfigJob runs) against rnn.py on the same
     written file without ``use_tensorflow``: both stop before any layer."""
-    from i6_rc_jobs import returnn_check
-    from i6_rc_jobs.serialization.config_file import write_config_file
+    from i6_rc_jobs._verify import returnn_check
+    from i6_rc_jobs.jobs.config_file import write_config_file
     from tests.support.training import task12ax_config
 
     config = str(tmp_path / "returnn.config")
@@ -256,8 +256,8 @@ def test_a_lock_left_by_a_killed_compile_is_said_in_one_line_by_the_check(tmp_pa
     """A RETURNN that was killed while it held its native-op lock (compiling NativeLstm2) leaves ``lock_file``, on
     which every later RETURNN waits for an hour, saying nothing the check shows: the check names the lock to remove.
     A lock that a live RETURNN holds is not named."""
-    from i6_rc_jobs import returnn_check
-    from i6_rc_jobs.serialization.config_file import write_config_file
+    from i6_rc_jobs._verify import returnn_check
+    from i6_rc_jobs.jobs.config_file import write_config_file
     from tests.support.training import task12ax_config
 
     cache = tmp_path / "cache"
@@ -390,7 +390,7 @@ def test_a_raw_returnn_dim_in_a_plain_config_ends_the_manager_in_one_line(tmp_pa
     )
     proc = run_manager(setup, timeout=300)
     assert proc.stderr.rstrip().splitlines()[-1] == (
-        "i6_rc_jobs.serialization.errors.SerializationError: returnn_config.config['network']['enc']['out_dim']: "
+        "i6_rc_jobs._serialization.errors.SerializationError: returnn_config.config['network']['enc']['out_dim']: "
         f"Dim{{'out'(5)}} (type returnn.tensor.dim.Dim) {RAW_DIM_FIX}"
     ), proc.stderr[-3000:]
     assert proc.returncode == 1 and not job_dirs(setup, "CreateConfigJob")

@@ -16,8 +16,8 @@ from sisyphus.job import created_jobs
 from sisyphus.hash import sis_hash_helper
 
 from i6_rc_jobs import CreateConfigJob, ReturnnCommonSerializer
-from i6_rc_jobs.hashing.sis_hash import serializer_sis_hash
-from i6_rc_jobs.serialization.config_file import config_code
+from i6_rc_jobs._hashing.sis_hash import serializer_sis_hash
+from i6_rc_jobs.jobs.config_file import config_code
 from tests.support.cases import encoder_decoder
 from tests.support.jobs import MakeCheckpoint
 

@@ -342,7 +342,7 @@ def test_slurm_worker_without_the_version_in_its_cache_says_what_to_fetch(slurm_
         from i6_core.returnn.config import ReturnnConfig
         from sisyphus import tk
         from i6_rc_jobs import CreateConfigJob
-        from i6_rc_jobs.imports import import_
+        from i6_rc_jobs import import_
 
         def main():
             helper = import_({repo!r}, "pkg/helper.py", {version!r})
@@ -367,7 +367,7 @@ def test_slurm_worker_without_the_version_in_its_cache_says_what_to_fetch(slurm_
     last = log.read_text().strip().splitlines()[-1]
     module = f"i6_rc_jobs.versioned.example_org.test.origin.c{commit}"
     assert last == (
-        f"i6_rc_jobs.imports.errors.VersionedImportError: example_org/test/origin commit {commit} (host/owner/name as"
+        f"i6_rc_jobs._imports.errors.VersionedImportError: example_org/test/origin commit {commit} (host/owner/name as"
         f" its module name spells it) is not in the import cache {node_cache} ({module}): fetch it first: python -m"
         f" i6_rc_jobs fetch <host>/<owner>/<name> <date>-{commit[:12]}"
     )

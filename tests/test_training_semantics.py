@@ -1,11 +1,11 @@
-"""i6_rc_jobs.training_semantics against real RETURNN: what only training shows of a model."""
+"""i6_rc_jobs._verify.training_semantics against real RETURNN: what only training shows of a model."""
 
 from __future__ import annotations
 
 import pytest
 
 from i6_rc_jobs import ReturnnCommonSerializer
-from i6_rc_jobs.training_semantics import training_differences, training_fingerprint
+from i6_rc_jobs._verify.training_semantics import training_differences, training_fingerprint
 from tests.test_graph_rules import EXTERN_DATA
 
 

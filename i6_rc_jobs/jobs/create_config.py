@@ -11,8 +11,8 @@ from i6_core.returnn.config import ReturnnConfig
 from sisyphus import Job, Task, tk
 from sisyphus import global_settings as gs
 
-from .. import returnn_check, torch_check
-from ..serialization.config_file import backend_of, check_config, serializers_in, write_config_file
+from i6_rc_jobs._verify import returnn_check, torch_check
+from i6_rc_jobs.jobs.config_file import backend_of, check_config, serializers_in, write_config_file
 
 
 class CreateConfigJob(Job):
@@ -21,7 +21,8 @@ class CreateConfigJob(Job):
     task loads the written file with RETURNN and constructs the network of every stage, with the RETURNN and the
     Python the setup trains with (as i6_core's RETURNN jobs take them), in a process of its own; for a config with
     ``backend = "torch"`` it builds the model and trains it one step on a batch of the train dataset on CPU instead
-    (:mod:`i6_rc_jobs.torch_check`), and writes the parameters' names, shapes and count to ``out_check_report``."""
+    (:mod:`i6_rc_jobs._verify.torch_check`), and writes the parameters' names, shapes and count to ``out_check_report``.
+    """
 
     __sis_hash_exclude__ = {"check": False, "returnn_root": None, "returnn_python_exe": None}
 

@@ -16,7 +16,7 @@ import task12ax_rf_model
 from sisyphus import tk
 
 from i6_rc_jobs import CheckedReturnnConfig
-from i6_rc_jobs.config_serializer import ReturnnConfigSerializer
+from i6_rc_jobs import ReturnnConfigSerializer
 
 from .task12ax import check_and_train
 

@@ -5,7 +5,7 @@ A builder lives in the setup's recipe/ (here) or in a versioned module, never in
 it by name. Everything it depends on is recorded by that process (see docs/guide/builds.md)."""
 
 from i6_rc_jobs import ReturnnCommonSerializer, rc_compat
-from i6_rc_jobs.imports import import_
+from i6_rc_jobs import import_
 
 #: returnn_common as of 2025-10-20 (the commit this checkout is tested with).
 RETURNN_COMMON = "github.com/rwth-i6/returnn_common", "20251020-f7ad63a58835"
@@ -15,7 +15,7 @@ BEHAVIOR_VERSION = 16
 
 def returnn_common_nn():
     """returnn_common's nn at RETURNN_COMMON, from the import cache (fetched on first use), made to build with the
-    installed RETURNN (:func:`i6_rc_jobs.rc_compat.apply`: the Conformer's GLU needs it)."""
+    installed RETURNN (:func:`i6_rc_jobs._compat.rc_compat.apply`: the Conformer's GLU needs it)."""
     repo, version = RETURNN_COMMON
     return rc_compat.apply(import_(repo, "nn", version))
 

@@ -2,7 +2,7 @@
 pytest plugin that runs returnn_common's own tests (``tests/test_*.py`` of the pinned checkout, unmodified) with
 what we change, injected here and nowhere else (``python -m pytest -p tests.rc_peer.plugin FILE``, see ``run.py``):
 
-- returnn_common made compatible with today's RETURNN by :func:`i6_rc_jobs.rc_compat.apply`;
+- returnn_common made compatible with today's RETURNN by :func:`i6_rc_jobs._compat.rc_compat.apply`;
 - the one-line fix of its ``tests/returnn_helpers.py``: ``config_net_dict_via_serialized`` pops names
   (``FeatureDim``, ``SpatialDim``) that returnn_common's serializer stopped writing in 54bb95d; here it pops them
   if there (``scope.pop(name, None)``), applied to the helper's own source, so a changed helper fails loudly;
@@ -106,7 +106,7 @@ def _scopes_checked(dummy_run_net: Callable[..., Any]) -> Callable[..., Any]:
 
 
 def _check_scopes(network: dict[str, Any], variables: list[str]) -> None:
-    from i6_rc_jobs.hashing.graph import Graph
+    from i6_rc_jobs._hashing.graph import Graph
 
     net = ReturnnCommonSerializer(network=network)
     nodes = Graph(dict(net.sections())["network"], "network").form["layers"]

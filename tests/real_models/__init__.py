@@ -27,8 +27,8 @@ from returnn_common import nn
 from i6_core.returnn.config import ReturnnConfig
 
 from i6_rc_jobs import ReturnnCommonSerializer, rc_compat
-from i6_rc_jobs.returnn_check import construct_networks, network_in_new_graph
-from i6_rc_jobs.semantics import load_config
+from i6_rc_jobs._verify.returnn_check import construct_networks, network_in_new_graph
+from i6_rc_jobs._verify.semantics import load_config
 from tests import rc_builders
 
 nn = rc_compat.apply(nn)

@@ -9,8 +9,8 @@ import numpy
 from returnn.tensor import Dim, batch_dim, single_step_dim
 from returnn.tensor.marked_dim import MarkedDim
 
-from i6_rc_jobs.serialization.capture import same_derivation, same_op
-from i6_rc_jobs.serialization.refs import canonical_op
+from i6_rc_jobs._serialization.capture import same_derivation, same_op
+from i6_rc_jobs._serialization.refs import canonical_op
 
 
 def own_description(dim: Dim) -> Optional[str]:

@@ -1,6 +1,6 @@
 """Golden files: the generated code and the Sisyphus hashes of the fixed cases, in both hash schemes. A hash that
-changes is a decision: bump FORMAT_VERSION in i6_rc_jobs/hashing/sis_hash.py (GRAPH_FORMAT_VERSION in
-i6_rc_jobs/hashing/graph_rules.py for graph hashes), say why in CHANGELOG.md, then rewrite the files with
+changes is a decision: bump FORMAT_VERSION in i6_rc_jobs/_hashing/sis_hash.py (GRAPH_FORMAT_VERSION in
+i6_rc_jobs/_hashing/graph_rules.py for graph hashes), say why in CHANGELOG.md, then rewrite the files with
 ``.venv/bin/python -m tests.support.golden --update`` (all the rules: docs/development.md, "Changing a hash")."""
 
 from __future__ import annotations
@@ -14,8 +14,8 @@ from i6_core.returnn.config import ReturnnConfig
 from sisyphus.hash import short_hash
 
 from i6_rc_jobs import ReturnnCommonSerializer, ReturnnConfigSerializer
-from i6_rc_jobs.hashing.graph_rules import GRAPH_FORMAT_VERSION
-from i6_rc_jobs.hashing.sis_hash import FORMAT_VERSION
+from i6_rc_jobs._hashing.graph_rules import GRAPH_FORMAT_VERSION
+from i6_rc_jobs._hashing.sis_hash import FORMAT_VERSION
 from tests.support.cases import CASES
 
 GOLDEN = pathlib.Path(__file__).resolve().parent.parent / "golden"

@@ -14,7 +14,7 @@ import os
 import sqlite3
 
 from i6_rc_jobs import ReturnnCommonSerializer
-from i6_rc_jobs.builds import depend_on
+from i6_rc_jobs import depend_on
 
 import pbase
 

@@ -1,0 +1,133 @@
+"""``by_content(get_model)``: a config value that stands for a function or class (or a partial of one) and hashes by
+the code it runs, not by its name. The manager never imports it: the code is recorded by a build out of the manager
+and cached (see docs/guide/code-hash.md)."""
+
+from __future__ import annotations
+
+import functools
+import weakref
+from typing import Any, Callable, Optional, Union
+
+from i6_rc_jobs._code_hash.fingerprint import DEFAULT_LIBRARIES, CodeFingerprint
+
+#: The markers made and not yet resolved: the first that is resolved resolves them all, in one ``build_many`` (the
+#: files every build shares are checked once).
+_pending: "weakref.WeakSet[ByContent]" = weakref.WeakSet()
+
+
+class ByContent:
+    """A reference (``module.qualname``, with the arguments of a partial) whose Sisyphus hash is the hash of the code
+    it runs; written into a config as the plain reference it wraps (:meth:`reference`)."""
+
+    def __init__(
+        self,
+        module: str,
+        qualname: str,
+        args: tuple = (),
+        kwargs: Optional[dict[str, Any]] = None,
+        construct: Optional[bool] = None,
+        libraries: tuple[str, ...] = DEFAULT_LIBRARIES,
+    ):
+        self.module = module
+        self.qualname = qualname
+        self.args = tuple(args)
+        self.kwargs = dict(kwargs or {})
+        self.construct = construct
+        self.libraries = tuple(libraries)
+        #: Fixed for the marker's life, as a job's hash is, and pickled with it (hash-diff compares those).
+        self._fingerprint: Optional[CodeFingerprint] = None
+        _pending.add(self)
+
+    def __repr__(self) -> str:
+        inner = ", ".join([repr(a) for a in self.args] + [f"{k}={v!r}" for k, v in sorted(self.kwargs.items())])
+        return f"by_content({self.module}.{self.qualname}{', ' if inner else ''}{inner})"
+
+    def __copy__(self) -> "ByContent":
+        return self
+
+    def __deepcopy__(self, memo: dict[int, Any]) -> "ByContent":
+        """The marker itself, as Sisyphus copies a job: configs are deep-copied by jobs (ReturnnTrainingJob makes
+        several copies), and a copy would look its code up again."""
+        return self
+
+    def _call(self) -> tuple:
+        return (self.module, self.qualname, self.args, self.kwargs, self.construct, self.libraries)
+
+    def fingerprint(self) -> CodeFingerprint:
+        """The code it runs, recorded by a build (cached: warm, a lookup that proves the files unchanged)."""
+        if self._fingerprint is None:
+            from i6_rc_jobs._code_hash.record import record_code
+
+            markers = [self, *(marker for marker in list(_pending) if marker is not self)]
+            found = code_builds().build_many((record_code, marker._call(), {}) for marker in markers)
+            for marker, fingerprint in zip(markers, found):
+                marker._fingerprint = fingerprint
+                _pending.discard(marker)
+        assert self._fingerprint is not None
+        return self._fingerprint
+
+    def _sis_hash(self) -> bytes:
+        from sisyphus.hash import sis_hash_helper
+
+        what = (f"{self.module}.{self.qualname}", self.args, self.kwargs, self.fingerprint().digest)
+        return sis_hash_helper(("by_content", what))
+
+    def config_reference(self) -> Any:
+        """The plain reference as data, without importing it: what a :class:`~i6_rc_jobs.ReturnnConfigSerializer`
+        writes (an import of ``module.qualname``, or a ``functools.partial`` call of it with the arguments, dims among
+        them written as the config's dims); it hashes it by :meth:`_sis_hash`."""
+        from i6_rc_jobs._serialization.callables import NamedRef, PartialRef
+
+        named = NamedRef(self.module, self.qualname)
+        return PartialRef(named, self.args, self.kwargs) if self.args or self.kwargs else named
+
+    def reference(self) -> Any:
+        """The plain reference, as a config holds it: the object (imported), or a ``functools.partial`` of it."""
+        from i6_rc_jobs._code_hash.record import resolve
+
+        target = resolve(self.module, self.qualname)
+        return functools.partial(target, *self.args, **self.kwargs) if self.args or self.kwargs else target
+
+
+@functools.cache
+def code_builds() -> Any:
+    """The builds of code fingerprints: the manager's Python and paths, a build server that has imported torch."""
+    from i6_rc_jobs._builds.client import Builds
+    from i6_rc_jobs._code_hash.record import PRELOAD
+
+    return Builds(preload=PRELOAD)
+
+
+def by_content(
+    target: Union[Callable[..., Any], str],
+    *args: Any,
+    construct: Optional[bool] = None,
+    libraries: tuple[str, ...] = DEFAULT_LIBRARIES,
+    **kwargs: Any,
+) -> ByContent:
+    """A marker for ``target`` that hashes by its code: a function, a class or a ``functools.partial`` of one, or its
+    name as ``"package.module:Qualified.name"`` (then the manager does not import it, nor torch). Further ``args``
+    and ``kwargs`` make it a partial. The build constructs the model on the ``meta`` device if ``construct`` (None:
+    if the target is a class or has arguments), else only imports it; ``libraries`` are the top-level packages
+    identified by commit or version instead of by their files."""
+    if isinstance(target, functools.partial):
+        return by_content(
+            target.func,
+            *target.args,
+            *args,
+            construct=construct,
+            libraries=libraries,
+            **{**target.keywords, **kwargs},
+        )
+    if isinstance(target, str):
+        module, colon, qualname = target.partition(":")
+        if not (colon and module and qualname):
+            raise ValueError(f"by_content({target!r}): name it as 'package.module:Qualified.name'")
+    else:
+        module, qualname = target.__module__, target.__qualname__
+        if "<locals>" in qualname or module == "__main__":
+            raise ValueError(
+                f"by_content({module}.{qualname}): a build imports it by name; define it at module level of a "
+                "module in recipe/"
+            )
+    return ByContent(module, qualname, args, kwargs, construct, libraries)

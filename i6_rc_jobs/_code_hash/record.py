@@ -1,0 +1,158 @@
+"""The builder that records a model's code, run in a build process (:mod:`i6_rc_jobs._builds`): it imports the
+reference, constructs the model on torch's ``meta`` device (no memory, no computation), and fingerprints what was
+loaded. The build records every file it read, so that the cache serves the fingerprint until one of them changes."""
+
+from __future__ import annotations
+
+import functools
+import importlib
+import os
+import sys
+import sysconfig
+from typing import Any, Optional
+
+from i6_rc_jobs._util.loaded_modules import module_file
+from i6_rc_jobs._code_hash.fingerprint import DEFAULT_LIBRARIES, TOOLS, CodeFingerprint
+from i6_rc_jobs._code_hash.normalize import code_digest, definition_digests
+
+#: What a code build's server imports before it forks builds: torch and this builder (RETURNN, imported by a model
+#: that needs it, takes a tenth of a second: preloaded, it would be in every model's fingerprint).
+PRELOAD = ("torch", "i6_rc_jobs._code_hash.record")
+
+
+def resolve(module: str, qualname: str) -> Any:
+    """The object ``module.qualname`` names (importing the module)."""
+    found: Any = importlib.import_module(module)
+    for part in qualname.split("."):
+        try:
+            found = getattr(found, part)
+        except AttributeError:
+            raise AttributeError(f"module {module!r} has no {qualname!r}: by_content names a missing object") from None
+    return found
+
+
+def record_code(
+    module: str,
+    qualname: str,
+    args: tuple,
+    kwargs: dict[str, Any],
+    construct: Optional[bool],
+    libraries: tuple[str, ...] = DEFAULT_LIBRARIES,
+) -> CodeFingerprint:
+    """The fingerprint of ``module.qualname``: constructed with ``args`` and ``kwargs`` on the ``meta`` device if
+    ``construct`` (None: if it is a class or arguments are given), else only imported."""
+    target = resolve(module, qualname)
+    if construct is None:
+        construct = isinstance(target, type) or bool(args or kwargs)
+    if construct:
+        _construct(functools.partial(target, *args, **kwargs))
+    setup, loaded = _split(libraries)
+    modules = {}
+    for name in sorted(setup):
+        path = setup[name]
+        with open(path, "rb") as f:
+            source = f.read()
+        modules[name] = {
+            "file": path,
+            "digest": code_digest(source, path),
+            "defs": definition_digests(source, path),
+        }
+    identities = {name: identity(sys.modules[name]) for name in sorted(loaded)}
+    return CodeFingerprint(f"{module}.{qualname}", construct, modules, identities)
+
+
+def _construct(call: functools.partial) -> None:
+    import torch
+
+    if "returnn.frontend" in sys.modules:  # an rf model creates its parameters through the selected backend
+        import returnn.frontend as rf
+
+        rf.select_backend_torch()
+    with torch.device("meta"):
+        call()
+
+
+def _installed() -> tuple[str, ...]:
+    """The directories of the Python's installed packages (stdlib, site-packages)."""
+    paths = sysconfig.get_paths()
+    roots = {os.path.realpath(paths[name]) for name in ("stdlib", "platstdlib", "purelib", "platlib") if name in paths}
+    return tuple(root + os.sep for root in sorted(roots))
+
+
+def _package_root(module: Any) -> Optional[str]:
+    path = module_file(module)
+    return os.path.dirname(os.path.realpath(path)) + os.sep if path else None
+
+
+def _split(libraries: tuple[str, ...]) -> tuple[dict[str, str], set[str]]:
+    """The setup's modules loaded (name -> the real path of its source) and the pinned libraries loaded (top-level
+    names). A module whose file lies in a library, a tool or an installed package is not the setup's, whatever its
+    name (RETURNN registers its modules under old names, too)."""
+    modules = dict(sys.modules)
+    loaded = {name for name in libraries if name in modules}
+    roots = [_package_root(modules[name]) for name in [*loaded, *TOOLS] if name in modules]
+    outside = _installed() + tuple(sorted(root for root in roots if root))
+    setup: dict[str, str] = {}
+    for name, module in modules.items():
+        path = module_file(module)
+        if name.partition(".")[0] in (*libraries, *TOOLS) or not path or not path.endswith(".py"):
+            continue  # a library's or a tool's; built in, frozen, an extension, a namespace package
+        path = os.path.realpath(path)
+        if not path.startswith(outside):
+            setup[name] = path
+    return setup, loaded
+
+
+def identity(module: Any) -> str:
+    """A library's identity: the commit its git checkout is at, else (installed, or no checkout) its version."""
+    root = _package_root(module)
+    if root and not root.startswith(_installed()):
+        commit = _git_commit(os.path.dirname(root.rstrip(os.sep)))
+        if commit:
+            return f"git {commit}"
+    version = getattr(module, "__version__", None)
+    if isinstance(version, str):
+        return f"version {version}"
+    from importlib import metadata
+
+    try:
+        return f"version {metadata.version(module.__name__)}"
+    except metadata.PackageNotFoundError:
+        return "unknown"
+
+
+def _git_commit(directory: str) -> Optional[str]:
+    """The commit HEAD names in the git checkout whose top is ``directory`` (a worktree's too), or None."""
+    dot_git = os.path.join(directory, ".git")
+    if os.path.isdir(dot_git):
+        return _head(dot_git, dot_git)
+    if not os.path.isfile(dot_git):
+        return None
+    with open(dot_git) as f:
+        git_dir = os.path.join(directory, f.read().strip().removeprefix("gitdir: "))
+    common = os.path.join(git_dir, "commondir")
+    if os.path.isfile(common):
+        with open(common) as f:
+            return _head(git_dir, os.path.join(git_dir, f.read().strip()))
+    return _head(git_dir, git_dir)
+
+
+def _head(git_dir: str, common_dir: str) -> Optional[str]:
+    with open(os.path.join(git_dir, "HEAD")) as f:
+        head = f.read().strip()
+    if not head.startswith("ref: "):
+        return head
+    ref = head.removeprefix("ref: ")
+    for base in (git_dir, common_dir):
+        loose = os.path.join(base, ref)
+        if os.path.isfile(loose):
+            with open(loose) as f:
+                return f.read().strip()
+    packed = os.path.join(common_dir, "packed-refs")
+    if os.path.isfile(packed):
+        with open(packed) as f:
+            for line in f:
+                commit, _, name = line.strip().partition(" ")
+                if name == ref:
+                    return commit
+    return None

@@ -1,0 +1,1 @@
+"""Utilities every other part may use and that use none: atomic file writes, locks, what modules are loaded."""

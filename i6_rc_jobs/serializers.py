@@ -1,0 +1,76 @@
+"""The public serializers: what a config holds (:mod:`i6_rc_jobs._serialization`) joined with its Sisyphus hash
+(:mod:`i6_rc_jobs._hashing`). Here, above both, so that hashing reads what serialization holds and serialization
+knows nothing of hashing. :class:`ReturnnCommonSerializer` holds a returnn_common net dict,
+:class:`ReturnnConfigSerializer` any RETURNN config's values (PyTorch and RETURNN-frontend configs)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from i6_rc_jobs._hashing.sis_hash import serializer_sis_hash
+from i6_rc_jobs._hashing.walks import dims_in
+from i6_rc_jobs._serialization.config_values import SerializedConfig
+from i6_rc_jobs._serialization.errors import SerializationError
+from i6_rc_jobs._serialization.i6_core_objects import config_values_of
+from i6_rc_jobs._serialization.serialized_net import SerializedNet
+from i6_rc_jobs.jobs.config_file import CheckedReturnnConfig
+
+#: What a ReturnnConfigSerializer's hash says it is (a subclass hashes alike).
+LABEL = "ReturnnConfigSerializer"
+
+
+class ReturnnCommonSerializer(SerializedNet):
+    """What a config holds: the net and extern_data with dims as code references (see :class:`SerializedNet` for
+    construction, editing and sharing), hashed by content as docs/guide/hash-schemes.md says."""
+
+    def _sis_hash(self) -> bytes:
+        if self.hash_value is not None:
+            return serializer_sis_hash(self)
+        return self._once(("sis_hash", frozenset(self.unhashed), self.hash_scheme), lambda: serializer_sis_hash(self))
+
+    def __repr__(self) -> str:
+        """One line (Sisyphus's DelayedBase would print the whole code, hundreds of KB in ``sis console``): the parts
+        with their entry counts, the dims, and the hash."""
+        sections = self.sections()
+        parts = [f"{name} ({len(value)} entries)" for name, value in sections]
+        dims = sum(1 for dim in dims_in(value for _, value in sections) if dim.global_name is None)
+        try:
+            digest = self._sis_hash().decode().rstrip(")").rpartition(" ")[2][:12]
+        except SerializationError as e:  # e.g. in the message of that very error
+            digest = f"not hashable: {e.problem[:60]}"
+        return f"<{type(self).__name__} {', '.join(parts) or 'empty'}; {dims} dims; hash {digest}>"
+
+    __str__ = __repr__
+
+
+class ReturnnConfigSerializer(SerializedConfig):
+    """What a config holds in its ``python_prolog``: config values with dims as code references (see
+    :class:`SerializedConfig`), hashed by content: dims by index of first occurrence, kind, size and identity
+    (``same_as``, derivation), never by description or variable name; functions and classes by module and qualified
+    name; a value with a ``_sis_hash`` method by it."""
+
+    def _sis_hash(self) -> bytes:
+        if self.hash_value is not None:
+            return serializer_sis_hash(self, LABEL)
+        return self._once(("sis_hash", frozenset(self.unhashed)), lambda: serializer_sis_hash(self, LABEL))
+
+    @classmethod
+    def from_i6_core(cls, returnn_config: Any, **options: Any) -> Any:
+        """An i6_core ``ReturnnConfig`` (a ``ReturnnConfigV2`` among them) made anew with its config values in a
+        serializer: returns a :class:`CheckedReturnnConfig` whose ``python_prolog`` holds the serializer (after the
+        rest of the prolog; the values that its i6_core ``Import`` and ``PartialImport`` objects bind go into the
+        serializer), whose config keeps the values of plain types (``backend``, which i6_core's jobs read, numbers,
+        strings) and whose ``post_config`` stays as it was. ``options``: as for the constructor (``sys_path``)."""
+        plain, values, prolog, epilog = config_values_of(returnn_config)
+        return CheckedReturnnConfig(
+            plain,
+            post_config=dict(returnn_config.post_config),
+            python_prolog=[*prolog, cls(values, **options)],
+            python_epilog=epilog,
+            hash_full_python_code=False,
+        )
+
+    def __repr__(self) -> str:
+        return f"<{type(self).__name__} {', '.join(key for key, _ in self.sections()) or 'empty'}>"
+
+    __str__ = __repr__
