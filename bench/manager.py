@@ -88,7 +88,7 @@ import time
 import bench_small
 
 from i6_rc_jobs import build_many
-from i6_rc_jobs._builds import client
+from i6_rc_jobs._builds import server_link
 
 
 def py():
@@ -96,7 +96,7 @@ def py():
     start = time.perf_counter()
     built = [call() for call in calls] if os.environ["BENCH_MODE"] == "manager" else build_many(calls)
     seconds = time.perf_counter() - start
-    own = [server.own_s for server in client._servers.values()]
+    own = [server.own_s for server in server_link._servers.values()]
     hashes = [serializer._sis_hash().decode() for serializer in built]
     with open(os.environ["BENCH_REPORT"], "w") as f:
         json.dump({{"build_s": seconds, "builds": len(calls), "hashes": hashes, "server_own_s": own}}, f)

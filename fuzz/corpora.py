@@ -1,19 +1,18 @@
 """Base nets from the test suites of returnn_common and RETURNN, as our serializer writes them: :func:`collect`
 runs a suite's test files with a pytest plugin that records every config (returnn_common's: the peer suite's
 serializer swap, ``fuzz/rc_collect.py``; RETURNN's: each net dict its layer tests construct, ``fuzz/
-returnn_collect.py``); :func:`load` reads a corpus back; :func:`corpus_base` makes a base net of one entry, renamed
-at random."""
+returnn_collect.py``); :func:`load` reads a corpus back (a base net of one entry, renamed at random, is
+:func:`fuzz.rewrites.corpus_base`)."""
 
 from __future__ import annotations
 
 import json
 import os
 import pathlib
-import random
 import subprocess
 import sys
 from dataclasses import dataclass
-from typing import Any, NamedTuple
+from typing import NamedTuple
 
 from i6_rc_jobs._util.atomic_file import write_atomically
 
@@ -122,17 +121,3 @@ def load(suite: str, path: pathlib.Path) -> list[Entry]:
     """The configs of a collected corpus of the suite that hold one network (not staged ones)."""
     entries = [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
     return [Entry(suite, e["test"], e["code"]) for e in entries if "\nnetwork = " in e["code"]]
-
-
-def corpus_base(entry: Entry, rng: random.Random) -> tuple[dict, dict]:
-    """(extern_data, network) of a corpus config, as RETURNN loads it, with up to three layers renamed."""
-    from i6_rc_jobs._verify.semantics import load_config
-
-    from .rewrites import rw_rename
-
-    config = load_config(entry.code)
-    extern_data: dict[str, Any] = config.typed_value("extern_data")
-    network: dict[str, Any] = config.typed_value("network")
-    for _ in range(rng.randint(0, 3)):
-        rw_rename(network, rng, in_loop=rng.random() < 0.3)
-    return extern_data, network

@@ -10,7 +10,7 @@ from typing import Any, Callable, Mapping, Optional, Sequence
 
 from returnn.tensor import Dim, batch_dim
 
-from .corpora import Entry, corpus_base
+from .corpora import Entry
 from .dims import EXTERN_DATA, COPIES, FEATURES, RENAMED, TIME, TWINS, _all_dims, py
 from .generators import ACTIVATIONS, COMBINE_KINDS, EVAL_CODES, WIDE_GENERATORS, generate
 from .nets import (
@@ -57,6 +57,18 @@ def rw_rename(net: Net, rng: random.Random, in_loop: bool = False) -> bool:
         return False
     rename(net, w.name, new)
     return True
+
+
+def corpus_base(entry: Entry, rng: random.Random) -> tuple[dict, dict]:
+    """(extern_data, network) of a corpus config, as RETURNN loads it, with up to three layers renamed."""
+    from i6_rc_jobs._verify.semantics import load_config  # (RETURNN's config: loaded only when a corpus is drawn)
+
+    config = load_config(entry.code)
+    extern_data: dict[str, Any] = config.typed_value("extern_data")
+    network: dict[str, Any] = config.typed_value("network")
+    for _ in range(rng.randint(0, 3)):
+        rw_rename(network, rng, in_loop=rng.random() < 0.3)
+    return extern_data, network
 
 
 def rw_scope(net: Net, rng: random.Random) -> bool:

@@ -10,7 +10,9 @@ their module paths, which Sisyphus writes into job directories and pickles. The 
 
 from __future__ import annotations
 
+import ast
 import importlib
+import os
 from typing import Any
 
 from i6_rc_jobs._compat import moved_modules
@@ -18,43 +20,20 @@ from i6_rc_jobs._compat import moved_modules
 #: The release, as CHANGELOG.md names it (setup.py reads it from here).
 __version__ = "0.6.0"
 
-#: Each public name and the module that defines it (``None``: the name is that module itself).
-_EXPORTS: dict[str, tuple[str, str | None]] = {
-    # What a config holds.
-    "ReturnnCommonSerializer": ("i6_rc_jobs.serializers", "ReturnnCommonSerializer"),
-    "ReturnnConfigSerializer": ("i6_rc_jobs.serializers", "ReturnnConfigSerializer"),
-    "DimRef": ("i6_rc_jobs._serialization.refs", "DimRef"),
-    "SerializationError": ("i6_rc_jobs._serialization.errors", "SerializationError"),
-    # Configs and jobs.
-    "CheckedReturnnConfig": ("i6_rc_jobs.jobs.config_file", "CheckedReturnnConfig"),
-    "CreateConfigJob": ("i6_rc_jobs.jobs.create_config", "CreateConfigJob"),
-    "write_config_file": ("i6_rc_jobs.jobs.config_file", "write_config_file"),
-    "config_code": ("i6_rc_jobs.jobs.config_file", "config_code"),
-    # returnn_common compatibility.
-    "rc_compat": ("i6_rc_jobs._compat.rc_compat", None),
-    "install_failure_hints": ("i6_rc_jobs._compat.failure_hints", "install_failure_hints"),
-    # Builds out of the manager.
-    "build": ("i6_rc_jobs._builds", "build"),
-    "build_many": ("i6_rc_jobs._builds", "build_many"),
-    "Builds": ("i6_rc_jobs._builds.client", "Builds"),
-    "BuildError": ("i6_rc_jobs._builds.client", "BuildError"),
-    "depend_on": ("i6_rc_jobs._builds.record", "depend_on"),
-    "stop_servers": ("i6_rc_jobs._builds.client", "stop_servers"),
-    # Content hashes of model code.
-    "by_content": ("i6_rc_jobs._code_hash.marker", "by_content"),
-    "ByContent": ("i6_rc_jobs._code_hash.marker", "ByContent"),
-    "watch_code": ("i6_rc_jobs._code_hash.watch", "watch_code"),
-    "CodeFingerprint": ("i6_rc_jobs._code_hash.fingerprint", "CodeFingerprint"),
-    "DEFAULT_LIBRARIES": ("i6_rc_jobs._code_hash.fingerprint", "DEFAULT_LIBRARIES"),
-    # Versioned imports.
-    "import_": ("i6_rc_jobs._imports.loader", "import_"),
-    "VersionedImportError": ("i6_rc_jobs._imports.errors", "VersionedImportError"),
-    # Checks with RETURNN and explaining hashes.
-    "construct_networks": ("i6_rc_jobs._verify.returnn_check", "construct_networks"),
-    "NetworkCheckError": ("i6_rc_jobs._verify.returnn_check", "NetworkCheckError"),
-    "same_model": ("i6_rc_jobs._verify.semantics", "same_model"),
-    "explain": ("i6_rc_jobs._cli.explain", "explain"),
-}
+
+def _exports() -> dict[str, tuple[str, str]]:
+    """Each public name and where it is defined (module, name there), read from the imports of ``__init__.pyi``: the
+    one list of the API, which IDEs and type checkers read too."""
+    with open(os.path.join(os.path.dirname(__file__), "__init__.pyi"), encoding="utf-8") as file:
+        tree = ast.parse(file.read())
+    found = {}
+    for node in tree.body:
+        if isinstance(node, ast.ImportFrom) and node.module:
+            found.update({alias.asname or alias.name: (node.module, alias.name) for alias in node.names})
+    return found
+
+
+_EXPORTS = _exports()
 __all__ = sorted(_EXPORTS)
 
 moved_modules.install()
@@ -65,7 +44,9 @@ def __getattr__(name: str) -> Any:
         raise AttributeError(f"module 'i6_rc_jobs' has no attribute {name!r}")
     module_name, attribute = _EXPORTS[name]
     module = importlib.import_module(module_name)
-    return module if attribute is None else getattr(module, attribute)
+    if not hasattr(module, attribute):  # a module of a package, not yet imported
+        return importlib.import_module(f"{module_name}.{attribute}")
+    return getattr(module, attribute)
 
 
 def __dir__() -> list[str]:

@@ -70,7 +70,7 @@ def engine():
 # Workers start with a cleaned environment: only DEFAULT_ENVIRONMENT_KEEP survives and DEFAULT_ENVIRONMENT_SET
 # is added. The workers (and the RETURNN processes they start) use the python of the manager, i.e. .venv,
 # which finds sisyphus, i6_core, returnn and returnn_common through its .pth file: no PYTHONPATH needed.
-# The import cache's location is kept, so that workers find the versions the manager imported (i6_rc_jobs._imports),
+# The import cache's location is kept, so that workers find the versions the manager imported (i6_rc_jobs.import_),
 # and the engine choice, so that workers read these settings as the manager does.
 _python_bin = os.path.dirname(sys.executable)
 DEFAULT_ENVIRONMENT_KEEP = {

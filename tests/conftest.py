@@ -57,5 +57,5 @@ def pytest_sessionfinish(session, exitstatus):
 def _build_servers_end_with_the_test():
     """A test that builds in this process ends the build servers it started (they would live until pytest exits)."""
     yield
-    if "i6_rc_jobs._builds.client" in sys.modules:
-        sys.modules["i6_rc_jobs._builds.client"].stop_servers()
+    if "i6_rc_jobs._builds.server_link" in sys.modules:
+        sys.modules["i6_rc_jobs._builds.server_link"].stop_servers()

@@ -25,8 +25,8 @@ from pathlib import Path
 import pytest
 
 from i6_rc_jobs import BuildError, Builds, stop_servers
-from i6_rc_jobs._builds import client, fingerprint, probes
-from i6_rc_jobs._builds.client import DEFAULT_PRELOAD
+from i6_rc_jobs._builds import fingerprint, lookup, probes
+from i6_rc_jobs._builds.builds import DEFAULT_PRELOAD
 from i6_rc_jobs._builds.fingerprint import RACY_NS
 from i6_rc_jobs._builds.store import Store, UnsafeCacheError
 from tests import rc_serializers
@@ -440,7 +440,7 @@ def test_a_server_start_takes_the_fingerprints_it_kept_where_their_stat_proves_t
     real = hashlib.sha256(library.read_bytes()).hexdigest()
 
     def recorded(cache: str) -> str:
-        monkeypatch.setattr(client, "_bases", {})  # as in a new manager: no verified base to take fingerprints from
+        monkeypatch.setattr(lookup, "_bases", {})  # as in a new manager: no verified base to take fingerprints from
         builds = Builds(cache=tmp_path / cache, workers=2, preload=(*DEFAULT_PRELOAD, "bpreloaded"))
         _lstm(builds, recipe, bmodels)
         stop_servers()
@@ -469,7 +469,7 @@ def test_a_build_depends_on_nothing_its_server_did_after_its_base(setup, tmp_pat
     kept.write_text(json.dumps({"format": 1, "files": {str(other): ["0" * 64, 0, 0, 0, 0, 0, 0]}}))
     kept.chmod(0o600)
     stop_servers()
-    monkeypatch.setattr(client, "_bases", {})
+    monkeypatch.setattr(lookup, "_bases", {})
     builds = Builds(cache=tmp_path / "cache", workers=2)
     _lstm(builds, recipe, bmodels)
     stop_servers()
@@ -754,7 +754,7 @@ def test_a_stopped_manager_holding_a_lock_is_waited_for_a_bounded_time_and_named
 
 def test_a_lock_held_for_a_dead_process_is_taken_over(setup, caplog):
     recipe, builds, bmodels = setup
-    from i6_rc_jobs._builds.client import Call
+    from i6_rc_jobs._builds.call import Call
 
     ended = subprocess.Popen(["true"])
     ended.wait()

@@ -353,7 +353,9 @@ def test_the_rule_does_not_hide_a_semantic_change_next_to_it(rule: str, case: tu
     assert graph_hash(net) != graph_hash(changed)
 
 
-@pytest.mark.parametrize("model", ["transformer", "enc_dec_loop", "conv_downsampling"])
+@pytest.mark.parametrize(
+    "model", ["transformer", pytest.param("enc_dec_loop", marks=pytest.mark.slow), "conv_downsampling"]
+)  # (enc_dec_loop: 90 s to construct with RETURNN)
 def test_parameter_scopes_are_the_tf_variable_names_of_real_models(model: str):
     """Rule "parameter-scope" on returnn_common's own nets (subnetworks, name_scope "" on loops, parameters inside a
     loop body): every variable layer's scope and param_name is exactly one of RETURNN's TF variables, and together

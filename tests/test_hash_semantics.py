@@ -19,7 +19,7 @@ from sisyphus import tk
 from sisyphus.delayed_ops import DelayedFormat
 
 from i6_rc_jobs import CreateConfigJob, ReturnnCommonSerializer, SerializationError
-from i6_rc_jobs._verify.returnn_check import _behavior_version
+from i6_rc_jobs._verify.returnn_check import behavior_version
 from i6_rc_jobs._verify.semantics import same_model
 from tests.support import net_functions
 from tests.support.jobs import MakeCheckpoint
@@ -51,7 +51,7 @@ def output_positions(serializer: ReturnnCommonSerializer, layer: str) -> list[in
 
     namespace = load(serializer)
     config = Config({"extern_data": namespace["extern_data"], "behavior_version": 21})
-    with _behavior_version(21), tf.compat.v1.Graph().as_default(), global_config_ctx(config):
+    with behavior_version(21), tf.compat.v1.Graph().as_default(), global_config_ctx(config):
         extern_data = ExternData()
         extern_data.init_from_config(config=config, auto_create_placeholders=True)
         network = TFNetwork(config=config, extern_data=extern_data, train_flag=False)

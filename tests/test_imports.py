@@ -29,7 +29,8 @@ from sisyphus.hash import sis_hash_helper
 import i6_rc_jobs
 
 from i6_rc_jobs import VersionedImportError, import_
-from i6_rc_jobs._imports.cache import ENV, LOCK_TIMEOUT_ENV, TREES, into_place
+from i6_rc_jobs._imports.cache import ENV, LOCK_TIMEOUT_ENV, TREES
+from i6_rc_jobs._util.atomic_dir import into_place
 from i6_rc_jobs._imports.dev import ENV as DEV_ENV
 from tests.support.pins import version as pinned_version
 from tests.support.sisyphus_setup import job_dirs, make_setup, run_manager

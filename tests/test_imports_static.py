@@ -137,8 +137,8 @@ def test_prefetch_of_the_examples_recipe_resolves_its_pinned_tuple_and_exits_0(t
 def test_import_calls_are_found_through_any_import_of_import__and_resolved_only_from_the_source(tmp_path):
     file = tmp_path / "config.py"
     file.write_text(textwrap.dedent("""\
-            import i6_rc_jobs._imports
-            import i6_rc_jobs._imports.loader as loader
+            import i6_rc_jobs.imports
+            import i6_rc_jobs as loader
             from i6_rc_jobs import *
             from i6_rc_jobs import import_ as versioned
             from returnn.import_ import import_ as returnn_import
@@ -150,7 +150,7 @@ def test_import_calls_are_found_through_any_import_of_import__and_resolved_only_
             SHADOWED = "20240102-abcdef1"
 
             a = import_(REPO, PATH, "20240102-abcdef1")
-            b = i6_rc_jobs._imports.import_(version="20240102-abcdef1", repo=REPO, path="x.config")
+            b = i6_rc_jobs.imports.import_(version="20240102-abcdef1", repo=REPO, path="x.config")
             c = loader.import_(REPO, "pkg", TWICE)
             d = versioned(REPO, "pkg", None)
             e = versioned(REPO, *["pkg", "20240102-abcdef1"])

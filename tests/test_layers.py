@@ -148,7 +148,9 @@ def test_the_checker_sees_what_it_must_refuse(tmp_path):
     (root / "low" / "b.py").write_text("from . import a\n")
     (root / "high.py").write_text("")
     assert _cycles(_graph(root)) == [["pkg.low.a", "pkg.low.b"]]
-    assert (3, "pkg.high") in _imports(_write(root / "low" / "c.py", "def g():\n    x = 1\n    from .. import high\n"), root)
+    assert (3, "pkg.high") in _imports(
+        _write(root / "low" / "c.py", "def g():\n    x = 1\n    from .. import high\n"), root
+    )
 
 
 def _write(path: Path, text: str) -> Path:

@@ -67,6 +67,7 @@ def _others(freeze: str) -> list[str]:
     return [line for line in freeze.splitlines() if not line.lower().replace("-", "_").startswith("i6_rc_jobs")]
 
 
+@pytest.mark.slow  # (three pip installs into fresh venvs: 30 s)
 def test_a_setups_pip_installs_it_without_changing_what_the_setup_has(wheel, tmp_path):
     """A fresh venv (no system site-packages) with a numpy of its own, as a setup's Python has: installing each way the
     install guide shows (a checkout's directory, ``git+file://...@<commit>``; with the dependencies) keeps every other

@@ -5,6 +5,8 @@ import os
 import subprocess
 import sys
 
+import pytest
+
 from i6_rc_jobs._verify import returnn_check
 
 CONFIG = """#!rnn.py
@@ -43,6 +45,7 @@ network = {
 """
 
 
+@pytest.mark.slow  # (RETURNN compiles the warp-transducer op: 20 s)
 def test_a_config_with_the_warp_transducer_rnnt_loss_is_built_through_the_check(tmp_path):
     """With a cache of its own, RETURNN compiles the op with g++ (about 30 s on 2 cores)."""
     config = tmp_path / "rnnt.config"

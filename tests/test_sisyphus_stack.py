@@ -218,7 +218,7 @@ def test_run_sh_task12ax_end_to_end(tmp_path):
     imported = [
         line.rsplit("|", 1)[1].strip() for line in manager.stderr.splitlines() if line.startswith("import time:")
     ]
-    assert "i6_rc_jobs._builds.client" in imported and "task12ax_model" in imported, _tail(manager)
+    assert "i6_rc_jobs._builds.builds" in imported and "task12ax_model" in imported, _tail(manager)
     assert not [name for name in imported if "tensorflow" in name or "returnn_common" in name], _tail(manager)
     # The PyTorch model's module is imported (RETURNN's frontend, no backend), torch is not.
     assert "task12ax_rf_model" in imported, _tail(manager)

@@ -17,6 +17,7 @@ from typing import Optional
 
 from i6_rc_jobs._builds import probes
 from i6_rc_jobs._builds.fingerprint import RACY_NS
+from i6_rc_jobs._builds.json_records import Recorded
 
 #: A stat as compared: (mode, dev, ino, size, mtime_ns, ctime_ns), None if nothing is there.
 Stat = Optional[tuple[int, ...]]
@@ -35,7 +36,7 @@ class Recheck:
         self._listings: dict[str, Optional[str]] = {}
         self._listings_at: dict[str, tuple[Stat, frozenset[str], int]] = {}
 
-    def changed(self, record: dict) -> Optional[str]:
+    def changed(self, record: Recorded) -> Optional[str]:
         """What of the probes, listings and module resolutions ``record`` holds no longer holds, None if all does."""
         for path, found in record["probes"].items():
             if self._kind(path) != found:

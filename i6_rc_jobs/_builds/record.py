@@ -25,7 +25,7 @@ from i6_rc_jobs._builds import probes
 from i6_rc_jobs._builds.fingerprint import digest
 
 #: Every kind of dependency a build records, by its name in the build's entry: each is taken again and compared
-#: before the entry is served (:mod:`.client`), and the builds guide names each (tests/test_docs.py checks).
+#: before the entry is served (:mod:`.lookup`), and the builds guide names each (tests/test_docs.py checks).
 ENTRY_KINDS = ("files", "probes", "listings", "modules", "env")
 #: What a build server's base records beyond those kinds (the same for every build from that server).
 BASE_KINDS = ("python", "sys_path", "cwd", *ENTRY_KINDS)

@@ -3,16 +3,17 @@ no recipe code) and forks one child per build. A child starts as a copy of that 
 the libraries and sees nothing another build or the manager left behind (returnn_common's name context, RETURNN's
 caches, random state): it imports the recipe code itself, builds, writes its result into the entry directory it was
 given, and exits. Runs with the setup's Python (``python -m i6_rc_jobs._builds.server`` is not how it is started:
-the manager puts i6_rc_jobs on the path first, see :mod:`.client`). Each child leads a process group of its own:
-what a builder starts ends with its build.
+the manager puts i6_rc_jobs on the path first, see :mod:`.server_link`). Each child leads a process group of its
+own: what a builder starts ends with its build.
 
-Protocol, JSON lines: the manager sends ``{"sys_path", "preload", "base", "known"}`` once, then ``{"id", "dir",
-"started_ns", "environ", "workers"}`` per build (``workers``: how many builds of its batch may run at once; the server
-queues the others); the server answers ``{"ready": true, "preloaded": [...], "base_s"}`` once (``base_s``: the
-seconds its base took, what a start costs beyond the imports) and ``{"id", "status", "digests"}`` per build: the
-child's exit status (or minus the signal that killed it) and the SHA-256 of the ``result.pickle`` and ``deps.json``
-it wrote, which the child sends the server through a pipe of its own (the manager signs and unpickles only those
-bytes). End of input ends the server and its children."""
+Protocol, JSON lines (:mod:`.json_records`): the manager sends ``{"sys_path", "preload", "results", "base",
+"known"}`` once (``results``: the classes a builder may return, as ``module:qualname``, which the server imports),
+then ``{"id", "dir", "started_ns", "environ", "workers"}`` per build (``workers``: how many builds of its batch may
+run at once; the server queues the others); the server answers ``{"ready": true, "preloaded": [...], "base_s"}``
+once (``base_s``: the seconds its base took, what a start costs beyond the imports) and ``{"id", "status",
+"digests"}`` per build: the child's exit status (or minus the signal that killed it) and the SHA-256 of the
+``result.pickle`` and ``deps.json`` it wrote, which the child sends the server through a pipe of its own (the
+manager signs and unpickles only those bytes). End of input ends the server and its children."""
 
 from __future__ import annotations
 
@@ -29,11 +30,12 @@ import sys
 import time
 import traceback
 import types
-from typing import Optional
+from typing import Any, Mapping, Optional
 
 from i6_rc_jobs._util.loaded_modules import module_files_since, module_value
-from i6_rc_jobs._builds import job_paths, record
-from i6_rc_jobs._builds.fingerprint import Kept, fingerprint, kept_path
+from i6_rc_jobs._builds import in_build, job_paths, record
+from i6_rc_jobs._builds.fingerprint import Fingerprint, Kept, fingerprint, kept_path
+from i6_rc_jobs._builds.json_records import Base, Deps, Python, Request, Setup
 from i6_rc_jobs._builds.store import FORMAT, PRIVATE
 
 #: A dependency changed later than this before the build began may have changed while it read it.
@@ -65,11 +67,11 @@ def _preload(name: str) -> None:
                 del sys.modules[eager]
 
 
-def _fingerprints(paths: list[str]) -> dict[str, list]:
+def _fingerprints(paths: list[str]) -> dict[str, Fingerprint]:
     return {path: fingerprint(path) for path in paths}
 
 
-def _changed_since(fingerprints: dict[str, list], started_ns: int) -> list[str]:
+def _changed_since(fingerprints: dict[str, Fingerprint], started_ns: int) -> list[str]:
     return [path for path, fp in fingerprints.items() if fp[0] is not None and fp[5] >= started_ns - CLOCK_SLACK_NS]
 
 
@@ -115,7 +117,7 @@ def _memo_new_module_files() -> None:
         memo[path[:-1] if path.endswith((".pyc", ".pyo")) else path] = name
 
 
-def _base(started_ns: int, sys_path: list[str], known: Optional[dict], kept: Kept) -> dict:
+def _base(started_ns: int, sys_path: list[str], known: Optional[Base], kept: Kept) -> Base:
     """What the server itself depended on when it was ready: every build from it depends on that. The files'
     fingerprints are taken from ``kept`` or ``known`` (a base the manager verified) where their stat proves them, so
     that a new server does not read the libraries' hundreds of MB again."""
@@ -125,22 +127,21 @@ def _base(started_ns: int, sys_path: list[str], known: Optional[dict], kept: Kep
     from_base = {path: [*fp, known["recorded_ns"]] for path, fp in known["files"].items()} if known else {}
     fingerprints = kept.fingerprints(list(dict.fromkeys(files)), from_base)
     kept.save()
-    base = {
-        "format": FORMAT,
-        "python": {"executable": sys.executable, "version": sys.version},  # its binary is among the files
-        "sys_path": sys_path,  # as given: what the manager compares
-        "cwd": os.getcwd(),
-        "env": record.environment(),
-        "files": fingerprints,
-        "probes": found,
-        "listings": record.listings(),
-        "modules": record.module_probes(),
-        "recorded_ns": time.time_ns(),
-        "changed_while_loading": _changed_since(fingerprints, started_ns),
-    }
-    same = known is not None and all(base[name] == known.get(name) for name in _SAME_BASE)
+    base = Base(  # in this order: the base's digest is that of its JSON
+        format=FORMAT,
+        python=Python(executable=sys.executable, version=sys.version),  # its binary is among the files
+        sys_path=sys_path,  # as given: what the manager compares
+        cwd=os.getcwd(),
+        env=record.environment(),
+        files=fingerprints,
+        probes=found,
+        listings=record.listings(),
+        modules=record.module_probes(),
+        recorded_ns=time.time_ns(),
+        changed_while_loading=_changed_since(fingerprints, started_ns),
+    )
     return (
-        known if known is not None and same else base
+        known if known is not None and _same(base, known) else base
     )  # the same base, with the same digest: stored once, however often servers start
 
 
@@ -148,17 +149,29 @@ def _base(started_ns: int, sys_path: list[str], known: Optional[dict], kept: Kep
 _SAME_BASE = ("format", *record.BASE_KINDS, "changed_while_loading")
 
 
-def _build(directory: str, base: dict, started_ns: int, environ: dict[str, str], digest_fd: int) -> int:
-    """In the child: one build; 0 if it wrote its result and dependencies (and sent their digests to ``digest_fd``)."""
+def _same(base: Mapping[str, Any], known: Mapping[str, Any]) -> bool:
+    return all(base[name] == known.get(name) for name in _SAME_BASE)
+
+
+def _result_class(name: str) -> type:
+    """The class ``module:qualname`` names (importing its module)."""
+    module, _, qualname = name.partition(":")
+    found: Any = importlib.import_module(module)
+    for part in qualname.split("."):
+        found = getattr(found, part)
+    return found
+
+
+def _build(
+    directory: str, base: Base, results: tuple[type, ...], started_ns: int, environ: dict[str, str], digest_fd: int
+) -> int:
+    """In the child: one build; 0 if it wrote its result and dependencies (and sent their digests to ``digest_fd``);
+    the builder must return one of ``results``."""
     import pickle
 
     from sisyphus.hash import sis_hash_helper
 
-    from i6_rc_jobs._code_hash.fingerprint import CodeFingerprint
-    from i6_rc_jobs.serializers import ReturnnCommonSerializer
-    from i6_rc_jobs._builds import client
-
-    client.IN_BUILD = True
+    in_build.enter()
     record.set_environment(environ)
     sys.dont_write_bytecode = True
     sys.pycache_prefix = os.path.join(directory, "no-bytecode")  # never a stale .pyc of an edit that kept the mtime
@@ -168,8 +181,8 @@ def _build(directory: str, base: dict, started_ns: int, environ: dict[str, str],
     paths = job_paths.argument_paths((args, kwargs))
     result = builder(*args, **kwargs)
     name = f"{builder.__module__}.{builder.__qualname__}"
-    if not isinstance(result, (ReturnnCommonSerializer, CodeFingerprint)):
-        print(f"error: the builder {name} returned a {type(result).__name__}, not a ReturnnCommonSerializer")
+    if not isinstance(result, results):
+        print(f"error: the builder {name} returned a {type(result).__name__}, not a {results[0].__name__}")
         return 1
     data = job_paths.dumps(result, paths)
 
@@ -182,16 +195,16 @@ def _build(directory: str, base: dict, started_ns: int, environ: dict[str, str],
     }
     fingerprints = _fingerprints(list(dict.fromkeys(files)))
     env = {name: value for name, value in record.environment().items() if name not in base["env"]}
-    deps = {
-        "files": fingerprints,
-        "probes": {path: what for path, what in found.items() if path not in base["probes"]},
-        "listings": listings,
-        "modules": [probe for probe in record.module_probes() if (probe[0], tuple(probe[1])) not in _known_modules],
-        "env": env,
-        "recorded_ns": time.time_ns(),
-        "sis_hash": sis_hash,
-        "changed_while_building": _changed_since(fingerprints, started_ns) + _listed_since(listings, started_ns),
-    }
+    deps = Deps(
+        files=fingerprints,
+        probes={path: what for path, what in found.items() if path not in base["probes"]},
+        listings=listings,
+        modules=[probe for probe in record.module_probes() if (probe[0], tuple(probe[1])) not in _known_modules],
+        env=env,
+        recorded_ns=time.time_ns(),
+        sis_hash=sis_hash,
+        changed_while_building=_changed_since(fingerprints, started_ns) + _listed_since(listings, started_ns),
+    )
     deps_data = json.dumps(deps).encode()
     for name, content in [("result.pickle", data), ("deps.json", deps_data)]:
         with open(os.open(os.path.join(directory, name), os.O_WRONLY | os.O_CREAT | os.O_EXCL, PRIVATE), "wb") as f:
@@ -201,7 +214,7 @@ def _build(directory: str, base: dict, started_ns: int, environ: dict[str, str],
     return 0
 
 
-def _child(request: dict, base: dict, protocol_fd: int, digest_fd: int) -> None:
+def _child(request: Request, base: Base, results: tuple[type, ...], protocol_fd: int, digest_fd: int) -> None:
     ctypes.CDLL(None).prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
     os.setpgid(0, 0)  # what the builder starts is in its group, which ends with the build
     status = 1
@@ -215,7 +228,7 @@ def _child(request: dict, base: dict, protocol_fd: int, digest_fd: int) -> None:
         sys.stderr.flush()
         os.dup2(log, 1)
         os.dup2(log, 2)
-        status = _build(directory, base, request["started_ns"], request["environ"], digest_fd)
+        status = _build(directory, base, results, request["started_ns"], request["environ"], digest_fd)
     except BaseException:
         traceback.print_exc()
         _say_rc_compat(sys.exc_info()[2])
@@ -242,7 +255,7 @@ class _Lines:
         self.fd = fd
         self._buffer = b""
 
-    def read(self) -> list[dict]:
+    def read(self) -> list[Any]:
         """The requests that arrived; raises EOFError at the end of the input."""
         chunk = os.read(self.fd, 65536)
         if not chunk:
@@ -261,17 +274,17 @@ def main() -> None:
     os.dup2(2, 1)  # what the libraries print while importing goes where the server's errors go
     protocol = os.fdopen(protocol_fd, "w", buffering=1)
     requests = _Lines(0)
-    setup: list[dict] = []
-    while not setup:
-        setup = requests.read()
-    sys.path[:] = setup[0]["sys_path"]
+    first: list[Setup] = []
+    while not first:
+        first = requests.read()
+    setup = first[0]
+    sys.path[:] = setup["sys_path"]
     # Sisyphus first: it finds the setup's recipe/ packages (e.g. recipe/returnn_common) as in the manager.
     import sisyphus.hash  # noqa: F401  (what every child hashes its result with)
 
-    import i6_rc_jobs.serializers  # noqa: F401
-
+    results = tuple(_result_class(name) for name in setup["results"])
     preloaded = []
-    for name in setup[0]["preload"]:
+    for name in setup["preload"]:
         try:
             _preload(name)
         except ImportError:
@@ -280,8 +293,8 @@ def main() -> None:
 
     base_started = time.perf_counter()
     _warm()
-    base = _base(started_ns, setup[0]["sys_path"], setup[0]["known"], kept)
-    with open(os.open(setup[0]["base"], os.O_WRONLY | os.O_CREAT, PRIVATE), "w") as f:
+    base = _base(started_ns, setup["sys_path"], setup["known"], kept)
+    with open(os.open(setup["base"], os.O_WRONLY | os.O_CREAT, PRIVATE), "w") as f:
         json.dump(base, f)
     record.forget()  # the base holds it
     _known_modules.update((name, tuple(path)) for name, path, _ in base["modules"])
@@ -290,19 +303,19 @@ def main() -> None:
     ready = {"ready": True, "preloaded": preloaded, "base_s": time.perf_counter() - base_started}
     protocol.write(json.dumps(ready) + "\n")
     try:
-        _serve(requests, protocol, base, protocol_fd)
+        _serve(requests, protocol, base, results, protocol_fd)
     except (EOFError, BrokenPipeError):
         pass
 
 
-def _serve(requests: _Lines, protocol, base: dict, protocol_fd: int) -> None:
+def _serve(requests: _Lines, protocol: Any, base: Base, results: tuple[type, ...], protocol_fd: int) -> None:
     """Forks a build per request, at most as many at once as the oldest waiting request allows (its ``workers``):
     the manager sends requests ahead, so that the next build starts when one ends, not when the manager has taken
     its result."""
     selector = selectors.DefaultSelector()
     selector.register(requests.fd, selectors.EVENT_READ)
     children: dict[int, tuple[int, int, int]] = {}  # pidfd -> (pid, request id, the read end of its digest pipe)
-    waiting: collections.deque[dict] = collections.deque()
+    waiting: collections.deque[Request] = collections.deque()
     try:
         while True:
             while waiting and len(children) < waiting[0]["workers"]:
@@ -312,7 +325,7 @@ def _serve(requests: _Lines, protocol, base: dict, protocol_fd: int) -> None:
                 if pid == 0:
                     selector.close()
                     os.close(digests_in)
-                    _child(request, base, protocol_fd, digests_out)
+                    _child(request, base, results, protocol_fd, digests_out)
                 os.close(digests_out)
                 pidfd = os.pidfd_open(pid)
                 selector.register(pidfd, selectors.EVENT_READ)

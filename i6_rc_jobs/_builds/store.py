@@ -2,7 +2,7 @@
 read the cache's key can have made it (unpickling a result runs code).
 
 Layout under the root (``$I6_RC_BUILD_CACHE``, default ``builds`` beside the import cache, e.g.
-``~/.cache/i6_rc_jobs/_builds``), made as the import cache makes its files (:mod:`i6_rc_jobs._imports.cache`: modes
+``~/.cache/i6_rc_jobs/builds``), made as the import cache makes its files (:mod:`i6_rc_jobs._imports.cache`: modes
 the umask gives, complete directories renamed into place, locks that the kernel drops when their holder dies):
 
 - ``key``: 32 random bytes, readable by the user (and the group, if the umask lets the group read), by nobody else;
@@ -28,17 +28,19 @@ from __future__ import annotations
 import hashlib
 import hmac
 import json
+import logging
 import os
 import secrets
 import shutil
 import stat
 import time
 from pathlib import Path
-from typing import Any, Iterator, Optional
+from typing import Iterator, Literal, Optional
 
+from i6_rc_jobs._util.atomic_dir import into_place, partial_dir
 from i6_rc_jobs._util.atomic_file import write_atomically
 from i6_rc_jobs._imports.cache import cache_root as imports_cache_root
-from i6_rc_jobs._imports.cache import into_place, partial_dir
+from i6_rc_jobs._builds.json_records import Base, Entry, NewEntry
 
 ENV = "I6_RC_BUILD_CACHE"
 #: The format of entries and bases, part of what is signed: entries of another format are not read, but rebuilt.
@@ -202,7 +204,7 @@ class Store:
             write_atomically(path.with_suffix(".sig"), self.sign(data), PRIVATE)
         return digest
 
-    def newest_base(self) -> Optional[dict[str, Any]]:
+    def newest_base(self) -> Optional[Base]:
         """The base stored last, if it is signed: what a new server compares its own with, so that an equal one is
         not stored again."""
         try:
@@ -211,17 +213,17 @@ class Store:
             return None
         return self.base(paths[-1].stem) if paths else None
 
-    def base(self, digest: str) -> Optional[dict[str, Any]]:
+    def base(self, digest: str) -> Optional[Base]:
         path = self.directory("bases") / f"{digest}.json"
         data = self.read_signed(path, path.with_suffix(".sig"))
         if data is None or sha256_hex(data) != digest:
             return None
-        base = json.loads(data)
+        base: Base = json.loads(data)
         return base if base.get("format") == FORMAT else None
 
     # -- entries ------------------------------------------------------------------------------------------------
 
-    def entry(self, variant: Path, call_sha256: Optional[str] = None) -> Optional[dict[str, Any]]:
+    def entry(self, variant: Path, call_sha256: Optional[str] = None) -> Optional[Entry]:
         """The variant's entry.json, if it is signed with this cache's key for the call whose pickle has the digest
         ``call_sha256`` (default: the variant's own ``call.pickle``, whose digest the entry must then give)."""
         try:
@@ -232,20 +234,21 @@ class Store:
             return None
         if not self.signed(_bound(call_sha256, data), signature):
             return None
-        entry = json.loads(data)
+        entry: Entry = json.loads(data)
         return entry if entry.get("call_sha256") == call_sha256 else None
 
-    def result_bytes(self, variant: Path, entry: dict[str, Any], name: str = "result") -> Optional[bytes]:
+    def result_bytes(self, variant: Path, entry: Entry, name: Literal["result", "call"] = "result") -> Optional[bytes]:
         """The pickle ``name`` of the variant if its digest is the one the signed entry gives."""
         try:
             data = (variant / f"{name}.pickle").read_bytes()
         except FileNotFoundError:
             return None
-        return data if sha256_hex(data) == entry[f"{name}_sha256"] else None
+        expected = entry["result_sha256"] if name == "result" else entry["call_sha256"]
+        return data if sha256_hex(data) == expected else None
 
-    def put(self, call_key: str, partial: Path, entry: dict[str, Any], result: bytes, call: bytes) -> Path:
+    def put(self, call_key: str, partial: Path, new: NewEntry, result: bytes, call: bytes) -> Path:
         """Completes the entry built in ``partial`` (its result, call and log are there) and renames it into place."""
-        entry = {**entry, "result_sha256": sha256_hex(result), "call_sha256": sha256_hex(call)}
+        entry = Entry(**new, result_sha256=sha256_hex(result), call_sha256=sha256_hex(call))
         data = json.dumps(entry, sort_keys=True).encode()
         signature = self.sign(_bound(entry["call_sha256"], data))
         for name, content in [("call.pickle", call), ("entry.json", data), ("entry.sig", signature), ("used", b"")]:
@@ -291,6 +294,20 @@ def _check_directory(path: Path, st: os.stat_result, sticky_allowed: bool) -> No
             f"the build cache's {path} ({what}, owner uid {st.st_uid}, gid {st.st_gid}, mode {mode:o}) could be "
             "changed by users outside this user's groups, who could swap what a build made: have its owner or root "
             f"remove it (rm -r {path}), or use a cache of your own (${ENV})"
+        )
+
+
+#: The caches found not writable (said once).
+_unwritable: set[Path] = set()
+
+
+def say_unwritable(root: Path, error: OSError) -> None:
+    """Says once per cache and process that builds run without it, naming the path and the error."""
+    if root not in _unwritable:
+        _unwritable.add(root)
+        where = error.filename or root
+        logging.warning(
+            "build cache: %s cannot be written (%s: %s): building without caching", root, error.strerror or error, where
         )
 
 

@@ -16,8 +16,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from i6_rc_jobs._builds.client import BuildError, Builds
+from i6_rc_jobs._builds.builds import DEFAULT_RESULTS, Builds
+from i6_rc_jobs._builds.errors import BuildError
 from i6_rc_jobs._builds.store import Store, cache_root, last_used, sha256_hex
+from i6_rc_jobs._code_hash.marker import RESULTS as CODE_RESULTS
 
 from i6_rc_jobs._cli.command import ExitStatus, command_parser
 
@@ -106,7 +108,13 @@ def _verify(store: Store) -> int:
             status = Exit.DIFFERS
             continue
         stored = _Stored(entry["key"], entry["builder"], entry["arguments"], data)
-        builds = Builds(python=base["python"]["executable"], paths=base["sys_path"], cwd=base["cwd"], cache=store.root)
+        builds = Builds(
+            python=base["python"]["executable"],
+            paths=base["sys_path"],
+            cwd=base["cwd"],
+            cache=store.root,
+            results=(*DEFAULT_RESULTS, *CODE_RESULTS),  # an entry holds either
+        )
         try:
             (result,) = builds.rebuild_many([stored])
         except (BuildError, OSError) as e:

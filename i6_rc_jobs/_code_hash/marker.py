@@ -9,10 +9,13 @@ import weakref
 from typing import Any, Callable, Optional, Union
 
 from i6_rc_jobs._code_hash.fingerprint import DEFAULT_LIBRARIES, CodeFingerprint
+from i6_rc_jobs._code_hash.record import PRELOAD, record_code, resolve
 
 #: The markers made and not yet resolved: the first that is resolved resolves them all, in one ``build_many`` (the
 #: files every build shares are checked once).
 _pending: "weakref.WeakSet[ByContent]" = weakref.WeakSet()
+#: What a code build returns, as its build server imports it.
+RESULTS = (f"{CodeFingerprint.__module__}:{CodeFingerprint.__qualname__}",)
 
 
 class ByContent:
@@ -56,8 +59,6 @@ class ByContent:
     def fingerprint(self) -> CodeFingerprint:
         """The code it runs, recorded by a build (cached: warm, a lookup that proves the files unchanged)."""
         if self._fingerprint is None:
-            from i6_rc_jobs._code_hash.record import record_code
-
             markers = [self, *(marker for marker in list(_pending) if marker is not self)]
             found = code_builds().build_many((record_code, marker._call(), {}) for marker in markers)
             for marker, fingerprint in zip(markers, found):
@@ -67,7 +68,7 @@ class ByContent:
         return self._fingerprint
 
     def _sis_hash(self) -> bytes:
-        from sisyphus.hash import sis_hash_helper
+        from sisyphus.hash import sis_hash_helper  # (0.2 s of imports: only where a marker is hashed)
 
         what = (f"{self.module}.{self.qualname}", self.args, self.kwargs, self.fingerprint().digest)
         return sis_hash_helper(("by_content", what))
@@ -76,15 +77,13 @@ class ByContent:
         """The plain reference as data, without importing it: what a :class:`~i6_rc_jobs.ReturnnConfigSerializer`
         writes (an import of ``module.qualname``, or a ``functools.partial`` call of it with the arguments, dims among
         them written as the config's dims); it hashes it by :meth:`_sis_hash`."""
-        from i6_rc_jobs._serialization.callables import NamedRef, PartialRef
+        from i6_rc_jobs._serialization.callables import NamedRef, PartialRef  # (0.6 s with i6_core: only to write)
 
         named = NamedRef(self.module, self.qualname)
         return PartialRef(named, self.args, self.kwargs) if self.args or self.kwargs else named
 
     def reference(self) -> Any:
         """The plain reference, as a config holds it: the object (imported), or a ``functools.partial`` of it."""
-        from i6_rc_jobs._code_hash.record import resolve
-
         target = resolve(self.module, self.qualname)
         return functools.partial(target, *self.args, **self.kwargs) if self.args or self.kwargs else target
 
@@ -92,10 +91,11 @@ class ByContent:
 @functools.cache
 def code_builds() -> Any:
     """The builds of code fingerprints: the manager's Python and paths, a build server that has imported torch."""
-    from i6_rc_jobs._builds.client import Builds
-    from i6_rc_jobs._code_hash.record import PRELOAD
+    # Imported here: the build machinery is 60 ms of imports, which a process that unpickles a job holding a marker
+    # (every worker of such a job) but never looks its code up would pay.
+    from i6_rc_jobs._builds.builds import Builds
 
-    return Builds(preload=PRELOAD)
+    return Builds(preload=PRELOAD, results=RESULTS)
 
 
 def by_content(

@@ -37,15 +37,12 @@ class _MovedLoader(importlib.abc.Loader):
     """An old module is a module of its own that hands out the attributes of the one it moved to (the same objects:
     a class unpickled through it is the class)."""
 
-    def create_module(self, spec: importlib.machinery.ModuleSpec) -> None:
-        return None  # the default: a new module
-
     def exec_module(self, module: types.ModuleType) -> None:
         if module.__name__ in _PACKAGES:
             module.__path__ = []
         if module.__name__ in MOVED:
             target = importlib.import_module(MOVED[module.__name__])
-            module.__getattr__ = lambda name: getattr(target, name)
+            vars(module)["__getattr__"] = lambda name: getattr(target, name)  # (PEP 562)
 
 
 class _MovedFinder(importlib.abc.MetaPathFinder):

@@ -6,17 +6,16 @@ tokens of its inputs), never by description or variable name. Everything else ke
 
 from __future__ import annotations
 
-from typing import Any, Callable, Iterable, Optional, Sequence
+from typing import Any, Callable, Iterable, Optional, Sequence, assert_never
 
-from i6_core.returnn.config import CodeWrapper
-from sisyphus.delayed_ops import DelayedBase
+
 from sisyphus.hash import sis_hash_helper
 
-from i6_rc_jobs._serialization.callables import ContentRef, NamedRef, PartialRef
 from i6_rc_jobs._serialization.errors import SerializationError, describe
-from i6_rc_jobs._serialization.numpy_values import numpy_of
+from i6_rc_jobs._serialization.kinds import kind_of
+from i6_rc_jobs._serialization.numpy_values import loaded_numpy
 from i6_rc_jobs._serialization.refs import DimRef, MarkedRef, derived_shape, literal_code
-from i6_rc_jobs._serialization.values import check_leaf, imported_source, is_namedtuple, key_step, walk_guarded
+from i6_rc_jobs._serialization.values import imported_source, key_step, refuse, walk_guarded
 from i6_rc_jobs._hashing.descriptions import DescriptionReadings
 from i6_rc_jobs._hashing.tokens import (
     AS_IS_TYPES,
@@ -123,47 +122,63 @@ class Canonicalizer:
 
     def _value(self, value: Any) -> Any:
         cls = type(value)
-        if cls is dict:
-            return self._dict(value)
-        if cls is DimRef:
-            return self._dim(value)
-        if cls is set or cls is frozenset:
-            codes = self._numbered(value)  # most out_shape sets
-            if codes is None:
-                codes = [repr(form) for form in self._in_order(value, self._set_element)]
-            return SetForm(cls.__name__, codes)
-        if cls is list or cls is tuple:
-            out = self._items(value)
-            return out if cls is list else tuple(out)
-        if cls in AS_IS_TYPES:
+        if cls is Token:  # the canonical form's own values (the graph scheme's form holds them), no serializer's
             return value
-        if cls is MarkedRef:
-            return Tagged((value.marker, self._dim(value.dim)))
         if cls is Tagged:
             return Tagged(self._items(value))
-        if is_namedtuple(value):
-            return Tagged((f"{cls.__module__}.{cls.__qualname__}", *self._items(value)))
-        if cls is PartialRef:
-            func, args, keywords = self._items(value)
-            return Tagged(("functools.partial", func, args, keywords))
-        if cls is NamedRef:
-            return imported_token(*value)
-        if cls is ContentRef:  # the owner's hash (the code it runs), the reference's dims by index
-            return Tagged(("by-content", self._value(value.owner), self._value(value.reference)))
-        if hasattr(value, "_sis_hash") and not isinstance(value, DelayedBase):
-            return Token(f"own-hash {value._sis_hash().hex()}")  # a code hash (Sisyphus hashes functions by name)
-        if isinstance(value, CodeWrapper):
-            return code_token(value)
-        if isinstance(value, DelayedBase):
-            return Token(f"sisyphus {sis_hash_helper(value).hex()}")
-        numpy = numpy_of(value)
-        if numpy is not None:
-            return numpy_token(value, numpy)
-        source = imported_source(value)
-        if source is not None:
-            return imported_token(*source)
-        check_leaf(value)
-        return value
+        kind = kind_of(value)
+        match kind:
+            case "dict":
+                return self._dict(value)
+            case "dim_ref":
+                return self._dim(value)
+            case "set" | "frozenset":
+                codes = self._numbered(value)  # most out_shape sets
+                if codes is None:
+                    codes = [repr(form) for form in self._in_order(value, self._set_element)]
+                return SetForm(cls.__name__, codes)
+            case "list":
+                return self._items(value)
+            case "tuple":
+                return tuple(self._items(value))
+            case "str" | "int" | "float" | "plain" | "complex":
+                return value
+            case "marked_ref":
+                return Tagged((value.marker, self._dim(value.dim)))
+            case "namedtuple":
+                return Tagged((f"{cls.__module__}.{cls.__qualname__}", *self._items(value)))
+            case "partial_ref":
+                func, args, keywords = self._items(value)
+                return Tagged(("functools.partial", func, args, keywords))
+            case "named_ref":
+                return imported_token(*value)
+            case "content_ref":  # the owner's hash (the code it runs), the reference's dims by index
+                return Tagged(("by-content", self._value(value.owner), self._value(value.reference)))
+            case "delayed" | "i6_core_object":  # (i6_core's objects are Sisyphus values)
+                return Token(f"sisyphus {sis_hash_helper(value).hex()}")
+            case (
+                "wrapper"
+                | "numpy"
+                | "imported"
+                | "content_owner"
+                | "raw_dim"
+                | "raw_marked_dim"
+                | "dict_subclass"
+                | "partial"
+                | "module"
+                | "other"
+            ):
+                if hasattr(value, "_sis_hash"):  # a code hash (a ContentRef's owner; Sisyphus hashes functions by name)
+                    return Token(f"own-hash {value._sis_hash().hex()}")
+                if kind == "wrapper":
+                    return code_token(value)
+                if kind == "numpy":
+                    return numpy_token(value, loaded_numpy())
+                if kind == "imported":
+                    return imported_token(*imported_source(value))
+                refuse(value)
+            case _:
+                assert_never(kind)
 
     def _numbered(self, items) -> Optional[list[str]]:
         """The codes of set elements in canonical order if all are globals or numbered dims, else None."""

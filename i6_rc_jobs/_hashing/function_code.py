@@ -7,7 +7,7 @@ import inspect
 import types
 from typing import Any, Optional
 
-from i6_rc_jobs._serialization.values import IMPORTED_TYPES
+from i6_rc_jobs._serialization.kinds import IMPORTED_TYPES
 from i6_rc_jobs._hashing.containers import leaves
 
 #: What the search takes for code that runs: functions and classes searched like the value itself.

@@ -11,7 +11,8 @@ from sisyphus.delayed_ops import DelayedBase
 from sisyphus.hash import sis_hash_helper
 
 from i6_rc_jobs._serialization.numpy_values import check_numpy, little_endian, stored_bytes
-from i6_rc_jobs._serialization.values import LEAF_TYPES, wrapper_code
+from i6_rc_jobs._serialization.kinds import LEAF_TYPES
+from i6_rc_jobs._serialization.values import wrapper_code
 
 
 class Token:

@@ -2,14 +2,14 @@
 
 from __future__ import annotations
 
-from typing import Any, Iterable, Iterator, Optional
+from typing import Any, Iterable, Iterator, Optional, assert_never
 
-from i6_core.returnn.config import CodeWrapper
 from sisyphus.delayed_ops import DelayedBase
 
 from i6_rc_jobs._serialization.callables import ContentRef
-from i6_rc_jobs._serialization.refs import DimRef, MarkedRef
-from i6_rc_jobs._serialization.values import IMPORTED_TYPES, wrapper_code
+from i6_rc_jobs._serialization.kinds import LEAF_TYPES, kind_of
+from i6_rc_jobs._serialization.refs import DimRef
+from i6_rc_jobs._serialization.values import wrapper_code
 from i6_rc_jobs._hashing.containers import leaves
 from i6_rc_jobs._hashing.function_code import function_texts
 
@@ -22,17 +22,51 @@ def code_texts(values: Iterable) -> tuple[list[str], bool]:
     codes: list[str] = []
     unreadable = False
     for value in leaves(values):
-        if type(value) is str:
-            codes.append(value)
-        elif isinstance(value, CodeWrapper) and type(value) not in (DimRef, MarkedRef):
-            if isinstance(value.code, DelayedBase):
-                unreadable = True
-            elif type(value.code) is str:  # other code is refused with its path by the walk that hashes
-                codes.append(wrapper_code(value))
-        elif isinstance(value, IMPORTED_TYPES):
-            texts = function_texts(value)
-            unreadable = unreadable or texts is None
-            codes.extend(texts or ())
+        if type(value) in LEAF_TYPES and type(value) is not str:
+            continue  # the hot path: ints, floats, None, bools and bytes are no code
+        kind = kind_of(value)
+        match kind:  # the most frequent kinds first: a match tries its patterns in order
+            case "str":
+                codes.append(value)
+            case (
+                "int"
+                | "plain"
+                | "float"
+                | "dim_ref"  # (no code: where axis strings name it, its description is read)
+                | "marked_ref"
+                | "complex"
+                | "dict"  # (containers, and the refs, which are tuples, are walked into by leaves())
+                | "list"
+                | "tuple"
+                | "namedtuple"
+                | "set"
+                | "frozenset"
+                | "partial_ref"
+                | "named_ref"
+                | "content_ref"
+                | "delayed"
+                | "numpy"
+                | "raw_dim"
+                | "raw_marked_dim"
+                | "dict_subclass"
+                | "partial"
+                | "module"
+                | "content_owner"
+                | "i6_core_object"
+                | "other"
+            ):
+                pass
+            case "wrapper":
+                if isinstance(value.code, DelayedBase):
+                    unreadable = True
+                elif type(value.code) is str:  # other code is refused with its path by the walk that hashes
+                    codes.append(wrapper_code(value))
+            case "imported":
+                texts = function_texts(value)
+                unreadable = unreadable or texts is None
+                codes.extend(texts or ())
+            case _:
+                assert_never(kind)
     return codes, unreadable
 
 
@@ -53,12 +87,48 @@ def _dims(values: Iterable, strings: Optional[set[str]]) -> Iterator[DimRef]:
     expanded: set[int] = set()
 
     def parts(value: Any) -> Iterable:
-        if type(value) is MarkedRef:
-            return (value.dim,)
-        if type(value) is DimRef and id(value) not in expanded:
-            expanded.add(id(value))
-            return value.dependencies()
-        return ()
+        if type(value) in LEAF_TYPES:  # the hot path: most leaves are (of kind STR, INT, FLOAT or PLAIN)
+            return ()
+        kind = kind_of(value)
+        match kind:  # the most frequent kinds first: a match tries its patterns in order
+            case "dim_ref":
+                if id(value) in expanded:
+                    return ()
+                expanded.add(id(value))
+                return value.dependencies()
+            case "marked_ref":
+                return (value.dim,)
+            case (
+                "str"
+                | "int"
+                | "plain"
+                | "float"
+                | "complex"
+                | "dict"  # (containers, and the refs, which are tuples, are walked into by leaves())
+                | "list"
+                | "tuple"
+                | "namedtuple"
+                | "set"
+                | "frozenset"
+                | "partial_ref"
+                | "named_ref"
+                | "content_ref"
+                | "wrapper"
+                | "delayed"
+                | "numpy"
+                | "imported"
+                | "raw_dim"
+                | "raw_marked_dim"
+                | "dict_subclass"
+                | "partial"
+                | "module"
+                | "content_owner"
+                | "i6_core_object"
+                | "other"
+            ):
+                return ()
+            case _:
+                assert_never(kind)
 
     for value in leaves(values, keys=True, expand=parts):
         kind = type(value)

@@ -1,6 +1,6 @@
 """The shared local cache of versions: one bare clone per repository, and one read-only file tree per commit.
 
-Layout under the root (``$I6_RC_IMPORTS_CACHE``, default ``~/.cache/i6_rc_jobs/_imports``), all paths relative to
+Layout under the root (``$I6_RC_IMPORTS_CACHE``, default ``~/.cache/i6_rc_jobs/imports``), all paths relative to
 it, so that the cache can be moved or shared:
 
 - ``git/<host>/<owner>/<name>.git``: a ``git clone --bare`` (branches and tags, not GitHub's pull request refs),
@@ -18,20 +18,15 @@ of a setgid directory), so that users who share a cache read, and with a group u
 
 from __future__ import annotations
 
-import contextlib
-import fcntl
 import os
-import pwd
-import secrets
 import shutil
-import socket
 import stat
-import time
 from contextlib import contextmanager
-from dataclasses import dataclass
 from pathlib import Path
-from typing import ContextManager, Iterator, Optional
+from typing import Iterator, Optional
 
+from i6_rc_jobs._util.atomic_dir import into_place, partial_dir, remove
+from i6_rc_jobs._util.locks import LockError, LockTimeoutError, locked
 from i6_rc_jobs._imports import git, proof
 from i6_rc_jobs._imports.errors import CacheNotWritableError, VersionedImportError
 from i6_rc_jobs._imports.names import Repo, Version
@@ -45,7 +40,7 @@ LOCK_TIMEOUT_ENV = "I6_RC_IMPORTS_LOCK_TIMEOUT"
 
 
 def cache_root() -> Path:
-    """``$I6_RC_IMPORTS_CACHE`` or ``~/.cache/i6_rc_jobs/_imports``."""
+    """``$I6_RC_IMPORTS_CACHE`` or ``~/.cache/i6_rc_jobs/imports``."""
     return Path(os.environ.get(ENV) or Path.home() / ".cache" / "i6_rc_jobs" / "imports")
 
 
@@ -95,11 +90,19 @@ class RepoCache:
         version.check(self.repo, commit, date)
         return tree, commit
 
-    def _locked(self) -> ContextManager[bool]:
+    @contextmanager
+    def _locked(self) -> Iterator[bool]:
+        """The repository's lock, held while the block runs; a lock that cannot be had is a versioned import's error,
+        which names the setting of the wait."""
         timeout = float(os.environ.get(LOCK_TIMEOUT_ENV) or 600)
-        return locked(
-            self.root / "locks" / self.repo.host / self.repo.owner / f"{self.repo.name}.lock", timeout=timeout
-        )
+        lock = self.root / "locks" / self.repo.host / self.repo.owner / f"{self.repo.name}.lock"
+        try:
+            with locked(lock, timeout=timeout) as held:
+                yield held
+        except LockTimeoutError as e:
+            raise VersionedImportError(f"{e}, or set ${LOCK_TIMEOUT_ENV} to wait longer") from None
+        except LockError as e:
+            raise VersionedImportError(str(e)) from None
 
     def _resolve(self, version: Version) -> tuple[str, str]:
         """(full commit, committer date YYYYMMDDHHMMSS in the commit's time zone), fetching once if unknown. A commit
@@ -176,111 +179,6 @@ class RepoCache:
         return self.trees / commit
 
 
-@contextmanager
-def locked(lock: Path, wait: bool = True, timeout: Optional[float] = None) -> Iterator[bool]:
-    """Holds an exclusive lock on the file ``lock`` (made if missing) while the block runs; yields whether it holds it,
-    which only ``wait=False`` makes False (another process holds it). The kernel drops the lock of a killed process;
-    a lock that a process which has ended still holds (through a child that inherited it) is taken over by removing
-    the file. Anyone who may read the file may lock it, so a wait ends after ``timeout`` seconds, with an error that
-    names the holder. The holder writes who it is into the file (see :func:`holder`) and empties it when it lets go."""
-    lock.parent.mkdir(parents=True, exist_ok=True)
-    deadline = None if timeout is None else time.monotonic() + timeout
-    while True:
-        f = open(lock, "a")
-        try:
-            fcntl.flock(f, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            f.close()
-            if not wait:
-                yield False
-                return
-            _wait_for(lock, deadline, timeout)
-            continue
-        with contextlib.suppress(FileNotFoundError):
-            if os.stat(lock).st_ino == os.fstat(f.fileno()).st_ino:
-                break  # not a file taken over (removed) meanwhile
-        f.close()
-    try:
-        f.truncate(0)
-        f.write(f"{os.getpid()} {_user()} {socket.gethostname()} {time.time()}\n")
-        f.flush()
-        yield True
-    finally:
-        f.truncate(0)
-        fcntl.flock(f, fcntl.LOCK_UN)
-        f.close()
-
-
-def _wait_for(lock: Path, deadline: Optional[float], timeout: Optional[float]) -> None:
-    """Waits a little for the lock's holder; takes over from one that has ended; refuses to wait past ``deadline``."""
-    who = holder(lock)
-    if who is not None and who.dead():
-        try:
-            os.unlink(lock)
-        except FileNotFoundError:
-            pass
-        except PermissionError:
-            raise VersionedImportError(
-                f"the lock {lock} is held by {who}, which has ended, and this user may not remove it: ask its owner "
-                f"to remove it (a lock others cannot remove when it is left behind is no lock to share)"
-            ) from None
-        return
-    if deadline is not None and time.monotonic() > deadline:
-        raise VersionedImportError(
-            f"waited {timeout:.0f} s for the lock {lock}, held by {who or 'a process that did not say who it is'}: "
-            f"end that process if it hangs, or set ${LOCK_TIMEOUT_ENV} to wait longer"
-        )
-    time.sleep(0.05)
-
-
-@dataclass(frozen=True)
-class Holder:
-    """Who holds a lock, as it wrote into the lock file."""
-
-    pid: int
-    user: str
-    host: str
-    since: float
-
-    def dead(self) -> bool:
-        """Whether the holder is a process of this host that has ended (its lock is then held by a process it
-        started, or by none)."""
-        return self.host == socket.gethostname() and not _alive(self.pid)
-
-    def __str__(self) -> str:
-        since = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(self.since))
-        return f"pid {self.pid} on {self.host} since {since} (user {self.user})"
-
-
-def holder(lock: Path) -> Optional[Holder]:
-    """Who holds the lock: as it wrote, else (a process that locked it and said nothing) the process of this host
-    that the kernel lists as holding it, else None (not held, or held from another host)."""
-    try:
-        pid, user, host, since = lock.read_text().split()
-        return Holder(int(pid), user, host, float(since))
-    except (OSError, ValueError):
-        pass
-    try:
-        status = lock.stat()
-        device = f"{os.major(status.st_dev):02x}:{os.minor(status.st_dev):02x}:{status.st_ino}"
-        for line in Path("/proc/locks").read_text().splitlines():
-            fields = line.split()
-            if len(fields) > 5 and fields[1] == "FLOCK" and fields[5] == device:
-                owner = os.stat(f"/proc/{fields[4]}").st_uid
-                return Holder(int(fields[4]), _user(owner), socket.gethostname(), status.st_mtime)
-    except (OSError, ValueError):
-        pass
-    return None
-
-
-def _user(uid: Optional[int] = None) -> str:
-    uid = os.getuid() if uid is None else uid
-    try:
-        return pwd.getpwuid(uid).pw_name
-    except KeyError:
-        return str(uid)
-
-
 def _seal(tree: Path, what: str) -> None:
     """Files of a version are not to be edited, added or removed, not even by a group that shares the cache: files
     become 0o444 (0o555 if executable), directories 0o555. A symbolic link out of the tree (absolute, or up past
@@ -296,54 +194,3 @@ def _seal(tree: Path, what: str) -> None:
                     raise VersionedImportError(f"{what}: the symbolic link {link!r} points out of the repository")
             else:
                 os.chmod(path, 0o555 if not is_file or os.stat(path).st_mode & stat.S_IXUSR else 0o444)
-
-
-def remove(tree: Path) -> None:
-    """Removes ``tree`` if it is there, sealed or not."""
-    for directory, _, _ in os.walk(tree):
-        with contextlib.suppress(OSError):
-            os.chmod(directory, 0o700)
-    shutil.rmtree(tree, ignore_errors=True)
-
-
-def partial_dir(directory: Path, label: str, mode: int = 0o777) -> Path:
-    """A new directory ``.<label>.<host>.<pid>.<random>`` in ``directory``, to build something in before it is renamed
-    into place. Removes first those that processes of this host left when they died (a cache on a shared file
-    system also holds those of other hosts, which may still be at work). Its mode is what the umask gives, not
-    ``mkdtemp``'s 0700: it becomes a tree or a clone that other users of the cache read (``mode``, less the umask,
-    for one that must stay private)."""
-    directory.mkdir(parents=True, exist_ok=True)
-    prefix, host = f".{label}.", socket.gethostname()
-    for entry in os.listdir(directory):
-        parts = entry[len(prefix) :].split(".") if entry.startswith(prefix) else []
-        if len(parts) >= 3 and ".".join(parts[:-2]) == host and parts[-2].isdigit() and not _alive(int(parts[-2])):
-            remove(directory / entry)
-    while True:
-        partial = directory / f"{prefix}{host}.{os.getpid()}.{secrets.token_hex(4)}"
-        try:
-            partial.mkdir(mode)
-        except FileExistsError:
-            continue
-        return partial
-
-
-def into_place(partial: Path, target: Path) -> bool:
-    """Renames the complete ``partial`` to ``target``, or keeps the one another process put there first (which the
-    lock prevents, unless the file system does not lock across hosts); returns whether it renamed."""
-    try:
-        os.rename(partial, target)
-    except OSError:
-        if not target.is_dir():
-            raise
-        return False
-    return True
-
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:  # another user's process
-        return True
-    return True

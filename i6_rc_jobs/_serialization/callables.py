@@ -8,7 +8,7 @@ import functools
 import keyword
 import sys
 from types import ModuleType
-from typing import Any, Optional
+from typing import Any
 
 from i6_core.returnn.config import CodeWrapper
 
@@ -152,7 +152,6 @@ class ContentRef(tuple):
         return f"ContentRef({self.reference!r}, {self.owner!r})"
 
 
-def content_ref(value: Any) -> Optional[ContentRef]:
-    """The :class:`ContentRef` of a value with a ``config_reference()`` method, None for any other value."""
-    method = getattr(type(value), "config_reference", None)
-    return None if method is None else ContentRef(method(value), value)
+def content_ref(value: Any) -> ContentRef:
+    """The :class:`ContentRef` of a value with a ``config_reference()`` method (of kind CONTENT_OWNER)."""
+    return ContentRef(type(value).config_reference(value), value)

@@ -9,9 +9,8 @@ import keyword
 from typing import Any, Iterable, Optional, Sequence
 
 from i6_rc_jobs._serialization.errors import SerializationError, describe
-from i6_rc_jobs._serialization.prolog import dim_lines
 from i6_rc_jobs._serialization.pycode import NOT_FOR_CLASSES, CodeWriter
-from i6_rc_jobs._serialization.refs import DIM_SUFFIX
+from i6_rc_jobs._serialization.refs import DIM_SUFFIX, dim_lines
 from i6_rc_jobs._serialization.serialized_code import SerializedCode
 from i6_rc_jobs._serialization.values import check_tree
 
@@ -106,7 +105,7 @@ class SerializedConfig(SerializedCode):
         _check_keys(values, "values")
         writer = CodeWriter(resolve_delayed, reserved=frozenset(self._defined_names()))
         parts = [f"{key} = {writer.write(value, key)}" for key, value in sorted(values.items())]
-        return writer, dim_lines(writer, list(writer.dims.values())), parts
+        return writer, dim_lines(writer.dims, list(writer.dims.values())), parts
 
     def __repr__(self) -> str:
         return f"<{type(self).__name__} with {', '.join(sorted(self._data['values'])) or 'nothing'}>"

@@ -6,32 +6,24 @@ in an order that does not depend on how the dicts were filled."""
 from __future__ import annotations
 
 import copy
-import functools
-from types import ModuleType
-from typing import Any, Callable, Iterable
+from typing import Any, Callable, Iterable, assert_never
 
-from i6_core.returnn.config import CodeWrapper
-from returnn.tensor import Dim
-from returnn.tensor.marked_dim import MarkedDim
-
-from i6_rc_jobs._serialization.callables import ContentRef, ModuleRef, NamedRef, PartialRef, content_ref, partial_parts
+from i6_rc_jobs._serialization.callables import ContentRef, ModuleRef, PartialRef, content_ref, partial_parts
 from i6_rc_jobs._serialization.capture import DimCapture
 from i6_rc_jobs._serialization.errors import SerializationError
 from i6_rc_jobs._serialization.i6_core_objects import i6_core_object_value
-from i6_rc_jobs._serialization.numpy_values import numpy_of
-from i6_rc_jobs._serialization.refs import DimRef, MarkedRef
+from i6_rc_jobs._serialization.kinds import LEAF_TYPES, kind_of
 from i6_rc_jobs._serialization.values import (
     INT_HIGH,
     INT_LOW,
-    LEAF_TYPES,
     NEAR_MAX_BRACKETS,
     check_brackets,
     check_int,
     check_leaf,
     check_namedtuple,
-    is_namedtuple,
     key_step,
     partial_steps,
+    refuse,
     step_repr,
     walk_guarded,
 )
@@ -47,94 +39,103 @@ def _convert(value: Any, capture: DimCapture, depth: int) -> Any:
     exceed ``MAX_BRACKETS``, ints only if they have no more digits than Python reads."""
     if depth >= NEAR_MAX_BRACKETS:
         check_brackets(value, depth)
-    cls = type(value)
-    if cls in LEAF_TYPES:
-        return check_int(value) if cls is int else value
-    if cls is Dim:
-        return capture.ref(value)
-    if cls is DimRef:
-        return capture.adopt(value)
-    if cls is MarkedRef:
-        return capture.adopt_marked(value)
+    kind = kind_of(value)
     inner = depth + 1
     inline = inner < NEAR_MAX_BRACKETS
-    if isinstance(value, dict):  # dict subclasses (e.g. returnn_common's nn.LayerState) are written as plain dicts
-        if all(type(k) is str for k in value):
-            pairs = sorted(value.items())  # str keys are distinct: values are never compared
-        else:  # not sorted(value): RETURNN's Dim.__gt__ recurses forever against a str
-            pairs = [(k, value[k]) for k in _ordered(value, capture, key_step)]
-        out = {}
-        for k, v in pairs:
-            try:  # leaves inline: this loop and the next are the hot path of conversion
-                out[k if type(k) is str else _convert(k, capture, inner)] = (
-                    v
-                    if type(v) in LEAF_TYPES and inline and (type(v) is not int or INT_LOW < v < INT_HIGH)
-                    else _convert(v, capture, inner)
-                )
-            except SerializationError as e:
-                e.at(key_step(k))
-                raise
-        return out
-    if cls is list or cls is tuple or is_namedtuple(value):
-        if cls is not list and cls is not tuple:
-            check_namedtuple(value)  # refused now, not when the config is written
-        items = []
-        for i, v in enumerate(value):
-            try:
-                items.append(
-                    v
-                    if type(v) in LEAF_TYPES and inline and (type(v) is not int or INT_LOW < v < INT_HIGH)
-                    else _convert(v, capture, inner)
-                )
-            except SerializationError as e:
-                e.at(f"[{i}]")
-                raise
-        return items if cls is list else tuple(items) if cls is tuple else cls(*items)
-    if cls is set or cls is frozenset:
-        refs = capture.known(value)  # most out_shape sets
-        if refs is None:
-            refs = []
-            for v in _ordered(value, capture, _element_step):  # new dims are named in this order
-                try:
-                    refs.append(_convert(v, capture, depth + (2 if cls is frozenset else 1)))
+    match kind:
+        case "str" | "float" | "plain":
+            return value
+        case "int":
+            return check_int(value)
+        case "raw_dim":
+            return capture.ref(value)
+        case "dim_ref":
+            return capture.adopt(value)
+        case "marked_ref":
+            return capture.adopt_marked(value)
+        case "dict" | "dict_subclass":  # subclasses (returnn_common's nn.LayerState): plain dicts
+            if all(type(k) is str for k in value):
+                pairs = sorted(value.items())  # str keys are distinct: values are never compared
+            else:  # not sorted(value): RETURNN's Dim.__gt__ recurses forever against a str
+                pairs = [(k, value[k]) for k in _ordered(value, capture, key_step)]
+            out = {}
+            for k, v in pairs:
+                try:  # leaves inline: this loop and the next are the hot path of conversion
+                    out[k if type(k) is str else _convert(k, capture, inner)] = (
+                        v
+                        if type(v) in LEAF_TYPES and inline and (type(v) is not int or INT_LOW < v < INT_HIGH)
+                        else _convert(v, capture, inner)
+                    )
                 except SerializationError as e:
-                    e.at(_element_step(v))
+                    e.at(key_step(k))
                     raise
-        return cls(refs)
-    if isinstance(value, Dim):
-        return capture.ref(value)
-    if isinstance(value, MarkedDim):
-        marked = capture.marked(value)
-        if depth >= NEAR_MAX_BRACKETS:  # written as a call: one bracket more than the raw MarkedDim counted
-            check_brackets(marked, depth)
-        return marked
-    if isinstance(value, functools.partial) or cls is PartialRef:
-        parts = value if cls is PartialRef else PartialRef(*partial_parts(value))
-        converted = []
-        for step, item in partial_steps(parts):
-            try:
-                converted.append(_convert(item, capture, inner))
-            except SerializationError as e:
-                e.at(step)
-                raise
-        func, *rest = converted
-        return PartialRef(
-            func, tuple(rest[: len(parts.args)]), dict(zip(sorted(parts.keywords), rest[len(parts.args) :]))
-        )
-    if isinstance(value, ModuleType):
-        return ModuleRef.of(value)
-    if cls is NamedRef:
-        return value
-    content = value if cls is ContentRef else content_ref(value)
-    if content is not None:  # by_content(...): its reference converted (dims among a partial's args), in the owner
-        return ContentRef(_convert(content.reference, capture, depth), content.owner)
-    i6_core_value = i6_core_object_value(value)
-    if i6_core_value is not None:
-        return _convert(i6_core_value, capture, depth)
-    check_leaf(value)
-    if isinstance(value, CodeWrapper) or numpy_of(value) is not None:  # its own copy: the caller's could be changed
-        return copy.copy(value)  # behind the hash (a numpy array in place)
-    return value
+            return out
+        case "list" | "tuple" | "namedtuple":
+            if kind == "namedtuple":
+                check_namedtuple(value)  # refused now, not when the config is written
+            items = []
+            for i, v in enumerate(value):
+                try:
+                    items.append(
+                        v
+                        if type(v) in LEAF_TYPES and inline and (type(v) is not int or INT_LOW < v < INT_HIGH)
+                        else _convert(v, capture, inner)
+                    )
+                except SerializationError as e:
+                    e.at(f"[{i}]")
+                    raise
+            return items if kind == "list" else tuple(items) if kind == "tuple" else type(value)(*items)
+        case "set" | "frozenset":
+            refs = capture.known(value)  # most out_shape sets
+            if refs is None:
+                refs = []
+                for v in _ordered(value, capture, _element_step):  # new dims are named in this order
+                    try:
+                        refs.append(_convert(v, capture, depth + (2 if kind == "frozenset" else 1)))
+                    except SerializationError as e:
+                        e.at(_element_step(v))
+                        raise
+            return type(value)(refs)
+        case "raw_marked_dim":
+            marked = capture.marked(value)
+            if depth >= NEAR_MAX_BRACKETS:  # written as a call: one bracket more than the raw MarkedDim counted
+                check_brackets(marked, depth)
+            return marked
+        case "partial" | "partial_ref":
+            parts = value if kind == "partial_ref" else PartialRef(*partial_parts(value))
+            converted = []
+            for step, item in partial_steps(parts):
+                try:
+                    converted.append(_convert(item, capture, inner))
+                except SerializationError as e:
+                    e.at(step)
+                    raise
+            func, *rest = converted
+            return PartialRef(
+                func, tuple(rest[: len(parts.args)]), dict(zip(sorted(parts.keywords), rest[len(parts.args) :]))
+            )
+        case "module":
+            return ModuleRef.of(value)
+        case "named_ref":
+            return value
+        case "content_ref" | "content_owner":
+            # by_content(...): its reference converted (dims among a partial's args), in the owner
+            content = value if kind == "content_ref" else content_ref(value)
+            return ContentRef(_convert(content.reference, capture, depth), content.owner)
+        case "i6_core_object":
+            return _convert(i6_core_object_value(value), capture, depth)
+        case "wrapper" | "numpy":
+            check_leaf(value)
+            return copy.copy(
+                value
+            )  # its own copy: the caller's could be changed behind the hash (a numpy array in place)
+        case "complex" | "delayed" | "imported":
+            check_leaf(value)
+            return value
+        case "other":
+            refuse(value)
+        case _:
+            assert_never(kind)
 
 
 def _ordered(values: Iterable[Any], capture: DimCapture, step: Callable[[Any], str]) -> list[Any]:

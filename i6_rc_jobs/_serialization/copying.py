@@ -5,23 +5,46 @@ shared memo, so that DimRefs shared by several positions stay shared and Sisyphu
 from __future__ import annotations
 
 import copy
-from typing import Any
+from typing import Any, assert_never
 
-from i6_rc_jobs._serialization.values import LEAF_TYPES, is_namedtuple
+from i6_rc_jobs._serialization.kinds import LEAF_TYPES, kind_of
 
 
 def copy_tree(value: Any, memo: dict) -> Any:
-    cls = type(value)
-    if cls in LEAF_TYPES:
-        return value
-    if cls is dict:
-        return {
-            k if type(k) is str else copy_tree(k, memo): v if type(v) in LEAF_TYPES else copy_tree(v, memo)
-            for k, v in value.items()
-        }
-    if cls is list:
-        return [v if type(v) in LEAF_TYPES else copy_tree(v, memo) for v in value]
-    if cls is tuple or cls is set or cls is frozenset or is_namedtuple(value):
-        items = [v if type(v) in LEAF_TYPES else copy_tree(v, memo) for v in value]
-        return cls(*items) if is_namedtuple(value) else cls(items)
-    return copy.deepcopy(value, memo)
+    kind = kind_of(value)
+    match kind:
+        case "str" | "int" | "float" | "plain":
+            return value
+        case "dict":
+            return {
+                k if type(k) is str else copy_tree(k, memo): v if type(v) in LEAF_TYPES else copy_tree(v, memo)
+                for k, v in value.items()
+            }
+        case "list":
+            return [v if type(v) in LEAF_TYPES else copy_tree(v, memo) for v in value]
+        case "tuple" | "set" | "frozenset" | "namedtuple":
+            items = [v if type(v) in LEAF_TYPES else copy_tree(v, memo) for v in value]
+            return type(value)(*items) if kind == "namedtuple" else type(value)(items)
+        case (
+            "complex"
+            | "dim_ref"
+            | "marked_ref"
+            | "partial_ref"
+            | "named_ref"
+            | "content_ref"
+            | "wrapper"
+            | "delayed"
+            | "numpy"
+            | "imported"
+            | "raw_dim"
+            | "raw_marked_dim"
+            | "dict_subclass"
+            | "partial"
+            | "module"
+            | "content_owner"
+            | "i6_core_object"
+            | "other"
+        ):
+            return copy.deepcopy(value, memo)
+        case _:
+            assert_never(kind)

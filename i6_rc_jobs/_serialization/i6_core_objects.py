@@ -8,18 +8,16 @@ from __future__ import annotations
 
 import functools
 import importlib
-from typing import Any, Optional
+from typing import Any
 
 from i6_rc_jobs._serialization.errors import SerializationError, describe
 
 
-def i6_core_object_value(value: Any) -> Optional[Any]:
-    """The function, class or partial an i6_core ``Import`` or ``PartialImport`` stands for; None for any value that
-    is no i6_core serialization object; an error for the others (they write code, not a value)."""
-    from i6_core.serialization.base import CallImport, Import, PartialImport, SerializerObject
+def i6_core_object_value(value: Any) -> Any:
+    """The function, class or partial an i6_core ``Import`` or ``PartialImport`` stands for (a value of kind
+    I6_CORE_OBJECT); an error for the other serialization objects (they write code, not a value)."""
+    from i6_core.serialization.base import CallImport, Import, PartialImport
 
-    if not isinstance(value, SerializerObject):
-        return None
     if isinstance(value, Import) and not isinstance(value, CallImport):
         obj = imported_object(value)
         if isinstance(value, PartialImport):

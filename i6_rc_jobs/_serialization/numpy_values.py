@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import sys
 from types import ModuleType
-from typing import Any, Optional
+from typing import Any
 
 from i6_rc_jobs._serialization.errors import SerializationError, describe
 
@@ -20,12 +20,9 @@ KINDS = frozenset("biufcmMSU")
 READABLE_ITEMS = 1000
 
 
-def numpy_of(value: Any) -> Optional[ModuleType]:
-    """numpy, if ``value`` is a numpy array or scalar (subclasses too, which :func:`check_numpy` refuses), else None."""
-    numpy = sys.modules.get("numpy")
-    if numpy is not None and isinstance(value, (numpy.ndarray, numpy.generic)):
-        return numpy
-    return None
+def loaded_numpy() -> ModuleType:
+    """numpy, loaded where a numpy value is (a value of kind NUMPY)."""
+    return sys.modules["numpy"]
 
 
 def check_numpy(value: Any, numpy: ModuleType) -> None:

@@ -7,24 +7,22 @@ import base64
 import builtins
 import math
 from types import ModuleType
-from typing import Any, Callable, Iterable, NamedTuple, Optional
+from typing import Any, Callable, Iterable, NamedTuple, Optional, assert_never
 
-from i6_core.returnn.config import CodeWrapper
 from sisyphus.delayed_ops import DelayedBase
 
-from i6_rc_jobs._serialization.callables import ContentRef, NamedRef, PartialRef
+from i6_rc_jobs._serialization.callables import PartialRef
 from i6_rc_jobs._serialization.errors import SerializationError, describe
-from i6_rc_jobs._serialization.numpy_values import check_numpy, little_endian, numpy_of, readable, stored_bytes
-from i6_rc_jobs._serialization.refs import DIM_SUFFIX, MARKERS, DimRef, MarkedRef
+from i6_rc_jobs._serialization.kinds import kind_of
+from i6_rc_jobs._serialization.numpy_values import check_numpy, little_endian, loaded_numpy, readable, stored_bytes
+from i6_rc_jobs._serialization.refs import DIM_SUFFIX, MARKERS, DimRef, use_dim
 from i6_rc_jobs._serialization.strings import str_code
 from i6_rc_jobs._serialization.values import (
-    LEAF_TYPES,
-    check_leaf,
     check_namedtuple,
     imported_source,
-    is_namedtuple,
     key_step,
     partial_steps,
+    refuse,
     sisyphus_values,
     walk_guarded,
     wrapper_code,
@@ -78,65 +76,61 @@ class CodeWriter:
 
     def use_dim(self, ref: DimRef) -> None:
         """Records a dim the code names, refusing two different dims under one name."""
-        known = self.dims.setdefault(ref.name, ref)
-        if known is not ref:
-            raise SerializationError(
-                f"two different dims are named {ref.name!r} (DimRefs of two serializers mixed?): "
-                f"{known.definition()} and {ref.definition()}"
-            )
+        use_dim(self.dims, ref)
 
     def _value(self, value: Any, indent: str) -> str:
-        cls = type(value)
-        if cls is str:
-            return self._str(value)
-        if cls is float:
-            return repr(value) if math.isfinite(value) else f'float("{value!r}")'
-        if cls in LEAF_TYPES:
-            return repr(value)
-        if cls is dict:
-            return self._dict(value, indent)
-        if cls is list:
-            return _layout(self._codes(enumerate(value), indent + INDENT, False, _index_step), indent, "[", "]")
-        if cls is tuple:
-            return _layout(
-                self._codes(enumerate(value), indent + INDENT, False, _index_step),
-                indent,
-                "(",
-                ",)" if len(value) == 1 else ")",
-            )
-        if cls is DimRef:
-            self.use_dim(value)
-            return value.code
-        if cls is MarkedRef:
-            self.use_dim(value.dim)
-            self.markers.add(value.marker)
-            return value.code
-        if cls is set or cls is frozenset:
-            return self._set(value, indent)
-        if cls is complex:  # exact, also for nan, inf and -0.0 parts, which the repr of a complex is not
-            return f"complex({self._value(value.real, indent)}, {self._value(value.imag, indent)})"
-        if is_namedtuple(value):
-            return self._namedtuple(value, indent)
-        if cls is PartialRef:
-            return self._partial(value, indent)
-        if cls is NamedRef:
-            return self._imported(*value)
-        if cls is ContentRef:
-            return self._value(value.reference, indent)
-        if not self.resolve_delayed and isinstance(getattr(value, "code", value), DelayedBase):
-            return "..."  # a CodeWrapper of a Sisyphus value, or one itself
-        if isinstance(value, CodeWrapper):
-            return wrapper_code(value)
-        if isinstance(value, DelayedBase):
-            return self._value(value.get(), indent)
-        numpy = numpy_of(value)
-        if numpy is not None:
-            return self._numpy(value, numpy, indent)
-        source = imported_source(value)
-        if source is not None:
-            return self._imported(*source)
-        check_leaf(value)
-        return repr(value)
+        kind = kind_of(value)
+        match kind:
+            case "dict":
+                return self._dict(value, indent)
+            case "str":
+                return self._str(value)
+            case "dim_ref":
+                self.use_dim(value)
+                return value.code
+            case "list":
+                return _layout(self._codes(enumerate(value), indent + INDENT, False, _index_step), indent, "[", "]")
+            case "float":
+                return repr(value) if math.isfinite(value) else f'float("{value!r}")'
+            case "int" | "plain":
+                return repr(value)
+            case "tuple":
+                return _layout(
+                    self._codes(enumerate(value), indent + INDENT, False, _index_step),
+                    indent,
+                    "(",
+                    ",)" if len(value) == 1 else ")",
+                )
+            case "marked_ref":
+                self.use_dim(value.dim)
+                self.markers.add(value.marker)
+                return value.code
+            case "set" | "frozenset":
+                return self._set(value, indent)
+            case "complex":  # exact, also for nan, inf and -0.0 parts, which the repr of a complex is not
+                return f"complex({self._value(value.real, indent)}, {self._value(value.imag, indent)})"
+            case "namedtuple":
+                return self._namedtuple(value, indent)
+            case "partial_ref":
+                return self._partial(value, indent)
+            case "named_ref":
+                return self._imported(*value)
+            case "content_ref":
+                return self._value(value.reference, indent)
+            case "wrapper":
+                if not self.resolve_delayed and isinstance(value.code, DelayedBase):
+                    return "..."
+                return wrapper_code(value)
+            case "delayed" | "i6_core_object":  # (i6_core's objects are Sisyphus values)
+                return self._value(value.get(), indent) if self.resolve_delayed else "..."
+            case "numpy":
+                return self._numpy(value, loaded_numpy(), indent)
+            case "imported":
+                return self._imported(*imported_source(value))
+            case "raw_dim" | "raw_marked_dim" | "dict_subclass" | "partial" | "module" | "content_owner" | "other":
+                refuse(value)
+            case _:
+                assert_never(kind)
 
     def _str(self, value: str) -> str:
         code = self._strings.get(value)

@@ -4,7 +4,7 @@ hash), while its repr is the dim's variable name in the written config (i6_core 
 
 from __future__ import annotations
 
-from typing import Any, Optional, TypeGuard, Union
+from typing import Any, Iterable, Optional, TypeGuard, Union
 
 from i6_core.returnn.config import CodeWrapper
 
@@ -424,10 +424,7 @@ class DimRef(CodeWrapper):
         """What Sisyphus hashes a DimRef by where it sits in a config value (it would hash the ``__dict__`` otherwise,
         whose ``origin`` is random per process): the name it is written as, which ties it to the dim the prolog
         defines by that name, and the prolog lines of it and of everything it is made of (its content)."""
-        from i6_rc_jobs._serialization.prolog import dim_lines  # (they write DimRefs)
-        from i6_rc_jobs._serialization.pycode import CodeWriter
-
-        return f"(DimRef, {self.name}, {dim_lines(CodeWriter(), [self])!r})".encode()
+        return f"(DimRef, {self.name}, {dim_lines({}, [self])!r})".encode()
 
     def written_description(self) -> Optional[str]:
         """The description a plain dim gets in the written code: exactly its own if auto-generated (it makes such
@@ -443,6 +440,42 @@ class DimRef(CodeWrapper):
         if self.op is not None:
             return tuple(x for x in self.inputs if isinstance(x, DimRef))
         return tuple(x for x in (self.bounded_by, self.derived_from_tag) if x is not None) + (self.size_dims or ())
+
+
+def use_dim(dims: dict[str, DimRef], ref: DimRef) -> None:
+    """Records in ``dims`` (by name) a dim that code names, refusing two different dims under one name."""
+    known = dims.setdefault(ref.name, ref)
+    if known is not ref:
+        raise SerializationError(
+            f"two different dims are named {ref.name!r} (DimRefs of two serializers mixed?): "
+            f"{known.definition()} and {ref.definition()}"
+        )
+
+
+def dim_lines(dims: dict[str, DimRef], used: Iterable[DimRef]) -> list[str]:
+    """The dim prolog: ``name = definition`` for each used dim and everything it is derived from, each once: by
+    name, each after what it is derived from (deterministic, whatever the order the dims were met in), recorded in
+    ``dims`` (:func:`use_dim`). The imported globals need no line."""
+    lines: list[str] = []
+    done: set[int] = set()
+    walking: set[int] = set()  # expanded, not done: met again unexpanded, it is derived from itself
+    for ref in sorted(used, key=lambda r: r.name):
+        stack = [(ref, False)]
+        while stack:
+            dim, expanded = stack.pop()
+            if id(dim) in done:
+                continue
+            if not expanded:
+                if id(dim) in walking:
+                    raise SerializationError(f"DimRef {dim.name!r} is derived from itself")
+                walking.add(id(dim))
+                stack.append((dim, True))
+                stack.extend((dep, False) for dep in reversed(dim.dependencies()))
+                continue
+            done.add(id(dim))
+            use_dim(dims, dim)
+            lines.extend(dim.lines())
+    return lines
 
 
 def derived_shape(ref: DimRef, shapes: Optional[dict[int, tuple]] = None) -> tuple[Optional[str], Optional[int]]:

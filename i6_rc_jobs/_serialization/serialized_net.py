@@ -9,8 +9,8 @@ from types import ModuleType
 from typing import Any, Iterable, Optional
 
 from i6_rc_jobs._serialization.errors import SerializationError, describe
-from i6_rc_jobs._serialization.prolog import dim_lines
 from i6_rc_jobs._serialization.pycode import INDENT, CodeWriter
+from i6_rc_jobs._serialization.refs import dim_lines
 from i6_rc_jobs._serialization.serialized_code import SerializedCode
 from i6_rc_jobs._serialization.values import check_tree
 
@@ -179,7 +179,7 @@ class SerializedNet(SerializedCode):
                 parts.append(f"{name} = {writer.write(self._data[name], name)}")
         if self._data["staged_networks"] is not None:
             parts.append(self._get_network_code(writer))
-        return writer, dim_lines(writer, list(writer.dims.values())), parts
+        return writer, dim_lines(writer.dims, list(writer.dims.values())), parts
 
     def _get_network_code(self, writer: CodeWriter) -> str:
         indent = INDENT * 2

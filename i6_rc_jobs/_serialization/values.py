@@ -7,20 +7,15 @@ import gc
 import keyword
 import math
 import sys
-import types
-from typing import Any, Callable, Iterator, NamedTuple, Optional, TypeGuard
+from typing import Any, Callable, Iterator, NamedTuple, NoReturn, Optional, assert_never
 
 from i6_core.returnn.config import CodeWrapper
 from sisyphus.delayed_ops import DelayedBase
 
-from i6_rc_jobs._serialization.callables import ContentRef, NamedRef, PartialRef
+from i6_rc_jobs._serialization.callables import PartialRef
 from i6_rc_jobs._serialization.errors import SerializationError, describe
-from i6_rc_jobs._serialization.numpy_values import check_numpy, numpy_brackets, numpy_of
-from i6_rc_jobs._serialization.refs import MarkedRef
-
-#: Leaves the walks take as they are, checked inline (``type(x) in LEAF_TYPES``) on their hot paths.
-LEAF_TYPES: frozenset[type] = frozenset({str, int, float, bool, type(None), bytes})
-
+from i6_rc_jobs._serialization.kinds import LEAF_TYPES, is_raw_dim, kind_of
+from i6_rc_jobs._serialization.numpy_values import check_numpy, loaded_numpy, numpy_brackets
 
 #: Python compiles no code with more than this many nested brackets ("too many nested parentheses"; measured with
 #: compile() on Python 3.11: 200 compile, 201 do not, for any mix of brackets and in a function body too).
@@ -45,17 +40,41 @@ def check_int(value: int) -> int:
 def brackets(value: Any) -> int:
     """How many brackets the written code of ``value`` opens around what is inside (``frozenset({...})``: two,
     ``float("nan")``: one); what counts toward :data:`MAX_BRACKETS`."""
-    cls = type(value)
-    if cls is float:
-        return 0 if math.isfinite(value) else 1
-    if cls is complex:
-        return 1 if math.isfinite(value.real) and math.isfinite(value.imag) else 2
-    if cls is frozenset:
-        return 2
-    if cls in (dict, list, tuple, set, MarkedRef) or is_namedtuple(value):
-        return 1
-    numpy = numpy_of(value)
-    return 0 if numpy is None else numpy_brackets(value, numpy)
+    kind = kind_of(value)
+    match kind:
+        case "float":
+            return 0 if math.isfinite(value) else 1
+        case "complex":
+            return 1 if math.isfinite(value.real) and math.isfinite(value.imag) else 2
+        case "frozenset":
+            return 2
+        case "dict" | "list" | "tuple" | "set" | "marked_ref" | "namedtuple":
+            return 1
+        case "numpy":
+            return numpy_brackets(value, loaded_numpy())
+        case (
+            "str"
+            | "int"
+            | "plain"
+            | "dim_ref"
+            | "partial_ref"
+            | "named_ref"
+            | "content_ref"
+            | "wrapper"
+            | "delayed"
+            | "imported"
+            | "raw_dim"
+            | "raw_marked_dim"
+            | "dict_subclass"
+            | "partial"
+            | "module"
+            | "content_owner"
+            | "i6_core_object"
+            | "other"
+        ):
+            return 0
+        case _:
+            assert_never(kind)
 
 
 #: Inside fewer brackets than this, no leaf (which opens at most two) exceeds :data:`MAX_BRACKETS`: the walks take
@@ -77,20 +96,12 @@ def check_brackets(value: Any, outside: int) -> None:
         )
 
 
-def is_namedtuple(value: Any) -> TypeGuard[NamedTuple]:
-    return isinstance(value, tuple) and hasattr(type(value), "_fields")
-
-
 def namedtuple_source(cls: type) -> tuple[str, str]:
     """(module, qualified name) by which the written config imports a namedtuple class (see :func:`import_source`);
     an error also if ``cls(*items)`` (how copies are made and the written code calls it) does not rebuild its
     values."""
     _check_rebuilds(cls)
     return import_source(cls, "namedtuple class")
-
-
-#: Values the written config imports by module and qualified name, and hashes by them.
-IMPORTED_TYPES = (types.FunctionType, types.BuiltinFunctionType, type)
 
 
 def import_source(obj: Any, kind: str) -> tuple[str, str]:
@@ -119,10 +130,8 @@ def import_source(obj: Any, kind: str) -> tuple[str, str]:
     return module, qualname
 
 
-def imported_source(value: Any) -> Optional[tuple[str, str]]:
-    """:func:`import_source` of a function or class, None for any other value."""
-    if not isinstance(value, IMPORTED_TYPES):
-        return None
+def imported_source(value: Any) -> tuple[str, str]:
+    """:func:`import_source` of a function or class (a value of kind IMPORTED)."""
     return import_source(value, "class" if isinstance(value, type) else "function")
 
 
@@ -183,18 +192,47 @@ def check_leaf(value: Any) -> None:
     back), numpy arrays and scalars, functions and classes their module gives back by name (imported by the config),
     i6_core CodeWrapper (dims among them) and Sisyphus delayed values (tk.Path, tk.Variable; written as their value).
     Anything else gets a clear error."""
-    if type(value) in LEAF_TYPES or type(value) is complex or isinstance(value, DelayedBase):
-        return
-    if isinstance(value, CodeWrapper):
-        if not isinstance(value.code, DelayedBase):  # a delayed value may not be computed yet: checked when written
-            wrapper_code(value)
-        return
-    numpy = numpy_of(value)
-    if numpy is not None:
-        check_numpy(value, numpy)
-        return
-    if imported_source(value) is not None:
-        return
+    kind = kind_of(value)
+    match kind:
+        case "str" | "int" | "float" | "plain" | "complex" | "delayed" | "i6_core_object":
+            return  # (i6_core's objects are Sisyphus values)
+        case "dim_ref" | "marked_ref":
+            return  # (code wrappers whose code is always a str)
+        case "wrapper":
+            if not isinstance(value.code, DelayedBase):  # a delayed value may not be computed yet: checked when written
+                wrapper_code(value)
+            return
+        case "numpy":
+            check_numpy(value, loaded_numpy())
+            return
+        case "imported":
+            imported_source(value)
+            return
+        case (
+            "dict"
+            | "list"
+            | "tuple"
+            | "namedtuple"
+            | "set"
+            | "frozenset"
+            | "partial_ref"
+            | "named_ref"
+            | "content_ref"
+            | "raw_dim"
+            | "raw_marked_dim"
+            | "dict_subclass"
+            | "partial"
+            | "module"
+            | "content_owner"
+            | "other"
+        ):
+            refuse(value)
+        case _:
+            assert_never(kind)
+
+
+def refuse(value: Any) -> NoReturn:
+    """The error for a value that cannot sit in the dicts as a leaf, saying why where that is known."""
     plain = next((t for t in (*LEAF_TYPES, complex) if isinstance(value, t)), None)
     if plain is not None:  # e.g. an IntEnum member: its repr does not load in the config
         raise SerializationError(
@@ -210,11 +248,6 @@ def check_leaf(value: Any) -> None:
             f"(e.g. one taken from its dicts) or build a new ReturnnCommonSerializer from the raw dicts"
         )
     raise SerializationError(f"{describe(value)} cannot be written as Python code")
-
-
-def is_raw_dim(value: Any) -> bool:
-    """Whether ``value`` is a RETURNN Dim (whose repr, ``Dim{B}``, is no Python code), without importing RETURNN."""
-    return type(value).__name__ == "Dim" and type(value).__module__.startswith("returnn.")
 
 
 def wrapper_code(wrapper: CodeWrapper) -> str:
@@ -239,38 +272,58 @@ def check_tree(value: Any, root: str) -> None:
 def _check(value: Any, depth: int) -> None:
     if depth >= NEAR_MAX_BRACKETS:
         check_brackets(value, depth)
-    cls = type(value)
-    if cls in LEAF_TYPES or cls is NamedRef:
-        if cls is int:
+    kind = kind_of(value)
+    match kind:
+        case "int":
             check_int(value)
-    elif cls is dict:
-        for key, item in value.items():
-            try:
-                _check(key, depth + 1)
-                _check(item, depth + 1)
-            except SerializationError as e:
-                e.at(key_step(key))
-                raise
-    elif cls is ContentRef:
-        _check(value.reference, depth)
-    elif cls is PartialRef:
-        for step, item in partial_steps(value):
-            try:
-                _check(item, depth + 1)
-            except SerializationError as e:
-                e.at(step)
-                raise
-    elif cls is list or cls is tuple or cls is set or cls is frozenset or is_namedtuple(value):
-        if is_namedtuple(value):
-            check_namedtuple(value)
-        for i, item in enumerate(value):
-            try:
-                _check(item, depth + brackets(value))
-            except SerializationError as e:
-                e.at(f"{{{describe(item)}}}" if isinstance(value, (set, frozenset)) else f"[{i}]")
-                raise
-    else:
-        check_leaf(value)
+        case "dict":
+            for key, item in value.items():
+                try:
+                    _check(key, depth + 1)
+                    _check(item, depth + 1)
+                except SerializationError as e:
+                    e.at(key_step(key))
+                    raise
+        case "content_ref":
+            _check(value.reference, depth)
+        case "partial_ref":
+            for step, item in partial_steps(value):
+                try:
+                    _check(item, depth + 1)
+                except SerializationError as e:
+                    e.at(step)
+                    raise
+        case "list" | "tuple" | "set" | "frozenset" | "namedtuple":
+            if kind == "namedtuple":
+                check_namedtuple(value)
+            for i, item in enumerate(value):
+                try:
+                    _check(item, depth + brackets(value))
+                except SerializationError as e:
+                    e.at(f"{{{describe(item)}}}" if kind == "set" or kind == "frozenset" else f"[{i}]")
+                    raise
+        case "str" | "float" | "plain" | "named_ref":
+            pass
+        case (
+            "complex"
+            | "dim_ref"
+            | "marked_ref"
+            | "wrapper"
+            | "delayed"
+            | "numpy"
+            | "imported"
+            | "raw_dim"
+            | "raw_marked_dim"
+            | "dict_subclass"
+            | "partial"
+            | "module"
+            | "content_owner"
+            | "i6_core_object"
+            | "other"
+        ):
+            check_leaf(value)
+        case _:
+            assert_never(kind)
 
 
 def partial_steps(value: PartialRef) -> list[tuple[str, Any]]:
@@ -291,21 +344,54 @@ def sisyphus_values(value: Any) -> list[DelayedBase]:
     stack = [value]
     while stack:
         item = stack.pop()
-        cls = type(item)
-        if cls in LEAF_TYPES:
+        if type(item) in LEAF_TYPES:
             continue
-        if isinstance(item, (dict, list, tuple, set, frozenset)):  # dict subclasses too (edited dicts may hold them)
-            if id(item) not in seen:
-                seen.add(id(item))
-                if isinstance(item, dict):
-                    stack.extend(item)  # keys
-                    stack.extend(item.values())
-                else:
-                    stack.extend(item)
-        elif isinstance(item, DelayedBase):
-            found.append(item)
-        elif isinstance(item, CodeWrapper) and isinstance(item.code, DelayedBase):  # written by its value, as i6_core
-            found.append(item.code)
+        kind = kind_of(item)
+        match kind:
+            case (
+                "dict"
+                | "dict_subclass"
+                | "list"
+                | "tuple"
+                | "namedtuple"
+                | "set"
+                | "frozenset"
+                | "partial_ref"
+                | "named_ref"
+                | "content_ref"
+            ):
+                if id(item) not in seen:
+                    seen.add(id(item))
+                    if kind == "dict" or kind == "dict_subclass":
+                        stack.extend(item)  # keys
+                        stack.extend(item.values())
+                    else:
+                        stack.extend(item)
+            case "delayed" | "i6_core_object":
+                found.append(item)
+            case "wrapper":
+                if isinstance(item.code, DelayedBase):  # written by its value, as i6_core
+                    found.append(item.code)
+            case (
+                "str"
+                | "int"
+                | "float"
+                | "plain"
+                | "complex"
+                | "dim_ref"
+                | "marked_ref"
+                | "numpy"
+                | "imported"
+                | "raw_dim"
+                | "raw_marked_dim"
+                | "partial"
+                | "module"
+                | "content_owner"
+                | "other"
+            ):
+                pass
+            case _:
+                assert_never(kind)
     return found
 
 

@@ -214,7 +214,7 @@ def network_in_new_graph(
     # returnn.tf.engine.Engine.__init__, only make it when nothing is selected yet.
     if BackendEngine.selected_engine is None:
         BackendEngine.select_engine(default_fallback_engine=BackendEngine.TensorFlowNetDict, config=config)
-    with _behavior_version(config.int("behavior_version", None)):
+    with behavior_version(config.int("behavior_version", None)):
         with tf.compat.v1.Graph().as_default(), global_config_ctx(config):
             tf.compat.v1.set_random_seed(42)
             extern_data = ExternData()
@@ -237,7 +237,7 @@ def network_in_new_graph(
 
 
 @contextlib.contextmanager
-def _behavior_version(version: Optional[int]) -> Iterator[None]:
+def behavior_version(version: Optional[int]) -> Iterator[None]:
     """
     RETURNN's behavior version of ``config`` while constructing, the previous global state afterwards.
 

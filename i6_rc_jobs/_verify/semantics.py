@@ -240,7 +240,7 @@ def _variable_name(var: tf.Variable) -> str:
     return var.name.rpartition(":")[0]
 
 
-def _stable_int(text: str) -> int:
+def stable_int(text: str) -> int:
     """A number from ``text`` that is the same in every process (``hash()`` of a str is not)."""
     return int.from_bytes(hashlib.sha256(text.encode()).digest()[:8], "big")
 
@@ -255,7 +255,7 @@ def _param_value(name: str, var: tf.Variable, base: numpy.ndarray | None, seed: 
     shape = tuple(var.shape.as_list())
     value = numpy.zeros(shape, dtype) if base is None else numpy.asarray(base, dtype)
     if numpy.issubdtype(dtype, numpy.floating):
-        rng = numpy.random.default_rng([seed, _stable_int(name)])
+        rng = numpy.random.default_rng([seed, stable_int(name)])
         value = (value + PARAM_SCALE * rng.standard_normal(shape)).astype(dtype)
     return value
 
@@ -281,7 +281,7 @@ def _extern_data_feed(extern_data: ExternData, seed: int) -> dict[Any, numpy.nda
                         raise ValueError(f"extern_data[{key!r}]: {dim} has sizes of dims {dim.dyn_size_ext.dims}")
                     feed[dim.dyn_size_ext.placeholder] = numpy.array(lengths, dim.dyn_size_ext.dtype)
                 shape.append(max(lengths))
-        rng = numpy.random.default_rng([seed, _stable_int(key)])
+        rng = numpy.random.default_rng([seed, stable_int(key)])
         if data.sparse_dim is not None:
             value: numpy.ndarray = rng.integers(0, data.sparse_dim.dimension, shape)
         elif data.dtype == "bool":

@@ -14,8 +14,8 @@ from typing import Any
 
 import numpy
 
-from i6_rc_jobs._verify.returnn_check import _behavior_version
-from i6_rc_jobs._verify.semantics import DEFAULT_BEHAVIOR_VERSION, PARAM_SCALE, _stable_int, load_config
+from i6_rc_jobs._verify.returnn_check import behavior_version
+from i6_rc_jobs._verify.semantics import DEFAULT_BEHAVIOR_VERSION, PARAM_SCALE, stable_int, load_config
 
 __all__ = ["TorchFingerprint", "torch_fingerprint", "is_torch_config"]
 
@@ -74,7 +74,7 @@ def torch_fingerprint(config_code: str, *, seed: int = 1) -> TorchFingerprint:
 
     config = load_config(config_code)
     config.typed_dict.setdefault("behavior_version", DEFAULT_BEHAVIOR_VERSION)
-    with global_config_ctx(config), _behavior_version(config.int("behavior_version", None)):
+    with global_config_ctx(config), behavior_version(config.int("behavior_version", None)):
         rf.select_backend_torch()
         rf.set_random_seed(seed)
         model = config.typed_value("get_model")(epoch=1, step=0)
@@ -82,7 +82,7 @@ def torch_fingerprint(config_code: str, *, seed: int = 1) -> TorchFingerprint:
         parameters = {name: tuple(param.shape) for name, param in pt_model.named_parameters()}
         with torch.no_grad():
             for name, param in pt_model.named_parameters():
-                rng = numpy.random.default_rng([seed, _stable_int(name)])
+                rng = numpy.random.default_rng([seed, stable_int(name)])
                 param.copy_(torch.from_numpy(PARAM_SCALE * rng.standard_normal(tuple(param.shape))).to(param.dtype))
         extern_data = TensorDict()
         extern_data.update(config.typed_value("extern_data"), auto_convert=True)

@@ -178,6 +178,6 @@ def _random_samples(fetches: list[tf.Tensor], graph: tf.Graph) -> tuple[list[tf.
 def _sample_value(tensor: tf.Tensor, shape: tuple[int, ...]) -> numpy.ndarray:
     """A random op's output from its type and shape alone: equal wherever two nets draw the same kind of numbers
     in the same shape, whichever seed RETURNN gave the op (it draws them in the order it constructs layers)."""
-    rng = numpy.random.default_rng([semantics._stable_int(tensor.op.type), *shape])
+    rng = numpy.random.default_rng([semantics.stable_int(tensor.op.type), *shape])
     values = rng.random(shape) if "Uniform" in tensor.op.type else rng.standard_normal(shape).clip(-2, 2)
     return values.astype(tensor.dtype.as_numpy_dtype)

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import copy
-from typing import Any, Callable, Iterator, Optional
+from typing import Any, Callable, Iterator, Optional, assert_never
 
 from i6_core.returnn.config import CodeWrapper, ReturnnConfig, unparse_python
 from sisyphus.delayed_ops import DelayedBase
@@ -11,9 +11,10 @@ from sisyphus.delayed_ops import DelayedBase
 from i6_rc_jobs._util.atomic_file import write_atomically
 from i6_rc_jobs._serialization.errors import SerializationError, describe
 from i6_rc_jobs._serialization.pycode import BUILTINS_CALLED
-from i6_rc_jobs._serialization.refs import DimRef, MarkedRef
+from i6_rc_jobs._serialization.refs import DimRef
 from i6_rc_jobs._serialization.serialized_code import SerializedCode
-from i6_rc_jobs._serialization.values import LEAF_TYPES, is_raw_dim, key_step
+from i6_rc_jobs._serialization.kinds import LEAF_TYPES, is_raw_dim, kind_of
+from i6_rc_jobs._serialization.values import key_step
 
 
 def serializers_in(returnn_config: ReturnnConfig) -> Iterator[SerializedCode]:
@@ -140,37 +141,57 @@ def _check_values(values: dict[str, Any], root: str, names: set[str], dims: dict
         value, path = stack.pop()
         if type(value) in LEAF_TYPES:
             continue
-        if isinstance(value, SerializedCode):
-            raise SerializationError(
-                f"{value!r} as a config value is written as a string: put it into python_prolog"
-            ).at(path)
-        if isinstance(value, MarkedRef):
-            if value.marker not in names:
-                raise SerializationError(f"{value.code} is written by name, but no prolog serializer imports it").at(
-                    path
-                )
-            stack.append((value.dim, path))
-        elif isinstance(value, DimRef):
-            own = dims.get(value.name)
-            if own is None or not _same_dim(own, value):
-                problem = (
-                    "no prolog serializer defines it"
-                    if own is None
-                    else f"a prolog serializer defines {own.definition()} by it"
-                )
-                raise SerializationError(
-                    f"the dim {value.definition() or value.name} is written by its name {value.name!r}, but {problem}: "
-                    f"use a DimRef of the serializer in python_prolog"
-                ).at(path)
-        elif isinstance(value, dict):
-            stack.extend((item, path + key_step(key)) for key, item in value.items())
-            stack.extend((key, path + key_step(key)) for key in value)
-        elif isinstance(value, (list, tuple)):
-            stack.extend((item, f"{path}[{i}]") for i, item in enumerate(value))
-        elif isinstance(value, (set, frozenset)):
-            stack.extend((item, f"{path}{{{describe(item)}}}") for item in value)
-        elif not isinstance(value, DelayedBase):
-            _check_written(value, path)
+        kind = kind_of(value)
+        match kind:
+            case "marked_ref":
+                if value.marker not in names:
+                    raise SerializationError(
+                        f"{value.code} is written by name, but no prolog serializer imports it"
+                    ).at(path)
+                stack.append((value.dim, path))
+            case "dim_ref":
+                own = dims.get(value.name)
+                if own is None or not _same_dim(own, value):
+                    problem = (
+                        "no prolog serializer defines it"
+                        if own is None
+                        else f"a prolog serializer defines {own.definition()} by it"
+                    )
+                    raise SerializationError(
+                        f"the dim {value.definition() or value.name} is written by its name {value.name!r}, but "
+                        f"{problem}: use a DimRef of the serializer in python_prolog"
+                    ).at(path)
+            case "dict" | "dict_subclass":
+                stack.extend((item, path + key_step(key)) for key, item in value.items())
+                stack.extend((key, path + key_step(key)) for key in value)
+            case "list" | "tuple" | "namedtuple" | "partial_ref" | "named_ref" | "content_ref":
+                stack.extend((item, f"{path}[{i}]") for i, item in enumerate(value))
+            case "set" | "frozenset":
+                stack.extend((item, f"{path}{{{describe(item)}}}") for item in value)
+            case "delayed" | "i6_core_object":  # (a Sisyphus value: i6_core writes its value)
+                if isinstance(value, SerializedCode):
+                    raise SerializationError(
+                        f"{value!r} as a config value is written as a string: put it into python_prolog"
+                    ).at(path)
+            case (
+                "str"
+                | "int"
+                | "float"
+                | "plain"
+                | "complex"
+                | "wrapper"
+                | "numpy"
+                | "imported"
+                | "raw_dim"
+                | "raw_marked_dim"
+                | "partial"
+                | "module"
+                | "content_owner"
+                | "other"
+            ):
+                _check_written(value, path)
+            case _:
+                assert_never(kind)
 
 
 def _check_written(value: Any, path: str) -> None:

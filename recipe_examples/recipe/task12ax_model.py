@@ -15,7 +15,7 @@ BEHAVIOR_VERSION = 16
 
 def returnn_common_nn():
     """returnn_common's nn at RETURNN_COMMON, from the import cache (fetched on first use), made to build with the
-    installed RETURNN (:func:`i6_rc_jobs._compat.rc_compat.apply`: the Conformer's GLU needs it)."""
+    installed RETURNN (:func:`i6_rc_jobs.rc_compat.apply`: the Conformer's GLU needs it)."""
     repo, version = RETURNN_COMMON
     return rc_compat.apply(import_(repo, "nn", version))
 
