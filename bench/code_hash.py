@@ -6,7 +6,7 @@ the repository root:
 
 For each commit, i6_models is exported (``git archive``) into a directory of its own, and one process with torch
 takes each part present there (feed-forward, convolution, MHSA, relative-position MHSA, the blocks and encoders of
-each version): in a forked child, the fingerprint ``by_content`` hashes by (``record_code``, as a build records it,
+each version): in a forked child, the fingerprint ``by_content`` hashes by (``recorded_code``, as a build records it,
 with i6_models hashed as setup code, not identified by its commit); then the part built with seed 0 in eval mode and
 run on a fixed input with padding, in eval mode and in train mode (dropout drawn from a fixed seed). Two neighbouring
 commits compute the same for a part iff its parameter names and shapes are equal and the newer one, given the older
@@ -184,12 +184,12 @@ def _fingerprint(module_name: str, class_name: str) -> dict[str, Any]:
         os.close(read)
         status = 1
         try:
-            from i6_rc_jobs._code_hash.record import record_code
+            from i6_rc_jobs._code_hash.record import recorded_code
 
             found = _part(module_name, class_name)
             assert found is not None
             libraries = ("returnn", "returnn_common", "torch", "numpy")  # i6_models hashed as the setup's code
-            fp = record_code(module_name, class_name, (found[1],), {}, True, libraries)
+            fp = recorded_code(module_name, class_name, (found[1],), {}, True, libraries).fingerprint
             data = {"digest": fp.digest, "fingerprint": fp.to_json()}
             with os.fdopen(write, "w") as f:
                 json.dump(data, f)

@@ -131,8 +131,12 @@ def test_code_edits_move_the_hash_and_cosmetic_ones_keep_it(setup_dir):
     edited = start(setup_dir, model, step)
     after = pickle.loads((setup_dir / "markers.pickle").read_bytes())  # pickled with the code they hashed by
     key = 'my_model:Model{"dim": 8}'
-    assert list(explain({"get_model": before[key]}, {"get_model": after[key]})) == [
-        f"['get_model'].code: module my_model ({setup_dir / 'my_model.py'}): Model.forward changed"
+    said = list(explain({"get_model": before[key]}, {"get_model": after[key]}))
+    assert said[0] == f"['get_model'].code: module my_model ({setup_dir / 'my_model.py'}): Model.forward changed"
+    assert said[1:3] == ["    --- my_model", "    +++ my_model"]  # the diff of the snapshots of the code each hashed
+    assert [line for line in said[3:] if line.startswith(("    -", "    +"))] == [
+        "    -        return activation(self.linear(x))",
+        "    +        return activation(self.linear(x)) * 2",
     ]
     assert edited["hashes"]["my_model:Model"] != first["hashes"]["my_model:Model"]
     assert edited["hashes"]["my_model:train_step"] != first["hashes"]["my_model:train_step"]  # the same module

@@ -234,7 +234,7 @@ def test_a_by_content_marker_is_written_as_its_reference_with_its_dims_without_i
     from i6_rc_jobs import by_content
 
     model_dim = Dim(32, name="model")
-    marker = by_content("not_importable_here.models:Model", Dim(9, name="input"), model_dim=model_dim)
+    marker = by_content("not_importable_here.models:Model", Dim(9, name="input"), model_dim=model_dim, live=True)
     serializer = ReturnnConfigSerializer({"get_model": marker, "dims": [model_dim]})
     code = serializer.get()
     assert "from not_importable_here.models import Model\n" in code and "not_importable_here" not in sys.modules

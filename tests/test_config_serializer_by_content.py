@@ -1,5 +1,5 @@
 """``by_content(...)`` markers in a ReturnnConfigSerializer, with real builds and torch: written as the plain
-reference without importing it (nor torch) in the manager, hashed by the code it runs, and the written config trains a
+reference after the lines that pin its code (tests/test_pinned_code.py), without importing it (nor torch) in the manager, hashed by the code it runs, and the written config trains a
 step in RETURNN's torch engine."""
 
 from __future__ import annotations
@@ -76,7 +76,12 @@ def start(directory: Path) -> dict:
 
 def test_written_as_the_plain_reference_without_importing_it_or_torch(setup_dir):
     result = start(setup_dir)
-    assert result["code"] == WRITTEN
+    pins, _, code = result["code"].partition("del _pin_model_code\n\n")
+    assert code == WRITTEN
+    snapshots = setup_dir / "cache" / "snapshots"
+    for name in ("my_model", "act_helper"):  # what the build loaded, from the snapshots of what it hashed
+        (file,) = snapshots.glob(f"*/*/{name}.py")
+        assert f"'{name}': ('{file}', '{file.parent.name}', False)" in pins
     assert result["imported"] == []
 
 

@@ -522,7 +522,11 @@ def test_a_by_content_marker_in_a_config_serializer_names_the_code_that_changed(
     diff = hash_diff(tmp_path / "a.pkl", tmp_path / "b.pkl")
     assert diff.returncode == 1, diff.stderr
     changed = f"module my_model ({tmp_path / 'my_model.py'}): Model.forward changed"
-    assert diff.stdout.splitlines() == [
+    lines = diff.stdout.splitlines()
+    assert [line for line in lines if not line.startswith("    ")] == [
         f"{CONFIG}['get_model'].code: {changed}",
+        f"{CONFIG}['get_model'].code: the code's diff:",  # of the snapshots of the code each hashed
         f"{CONFIG}['train_step'].code: {changed}",
+        f"{CONFIG}['train_step'].code: the code's diff:",
     ]
+    assert lines.count("    +        return activation(self.linear(x)) * 2") == 2

@@ -14,7 +14,7 @@ import json, sys
 import returnn.util.basic  # registers RETURNN's old module names as lazy loaders
 from returnn.__old_mod_loader__ import _LazyLoader
 from i6_rc_jobs._builds import record
-from i6_rc_jobs._code_hash.record import record_code
+from i6_rc_jobs._code_hash.record import recorded_code
 
 def lazy():
     return sorted(name for name, module in sys.modules.items() if isinstance(module, _LazyLoader))
@@ -22,7 +22,7 @@ def lazy():
 before = lazy()
 files = record.module_files()
 record.looked_at()
-record_code("json", "dumps", (), {}, False)
+recorded_code("json", "dumps", (), {}, False)
 print(json.dumps({"lazy": before, "still lazy": lazy(), "files": files}))
 """
 

@@ -17,7 +17,7 @@ from sisyphus.hash import sis_hash_helper
 from sisyphus.job import Job
 from sisyphus.job_path import AbstractPath
 
-from i6_rc_jobs._code_hash.marker import ByContent
+from i6_rc_jobs._code_hash.marker import ByContent, code_diff
 from i6_rc_jobs._serialization.config_values import SerializedConfig
 from i6_rc_jobs._serialization.refs import DimRef
 from i6_rc_jobs._serialization.serialized_code import SerializedCode
@@ -49,6 +49,7 @@ def explain(a: Any, b: Any, path: str = "") -> Iterator[str]:
             yield from explain(getattr(a, name), getattr(b, name), _join(path, name))
         for change in a.fingerprint().changes(b.fingerprint()):
             yield f"{_join(path, 'code')}: {change}"
+        yield from (f"    {line}" for line in code_diff(a, b))
     elif isinstance(a, ReturnnConfig):
         parts_a, parts_b = _config_hash_parts(a), _config_hash_parts(b)
         for name in sorted(set(parts_a) | set(parts_b)):
@@ -422,6 +423,11 @@ def _diff_forms(
         if a[1] != b[1] and isinstance(owner_a, ByContent) and isinstance(owner_b, ByContent):
             for change in owner_a.fingerprint().changes(owner_b.fingerprint()):
                 yield _Change(path + ".code", "", "", set(), change)
+            diff = code_diff(owner_a, owner_b)
+            if diff:
+                yield _Change(
+                    path + ".code", "", "", set(), "the code's diff:\n" + "\n".join(f"    {line}" for line in diff)
+                )
         else:
             yield from _diff_forms(a[1], b[1], side_a, side_b, matching, path + ".owner", beside)
         yield from _diff_forms(a[2], b[2], side_a, side_b, matching, path, beside)

@@ -60,7 +60,7 @@ def main(argv: list[str]) -> int:
         )
         return Exit.UNUSABLE
     from i6_rc_jobs._verify.returnn_check import output_kept, say_stale_locks
-    from i6_rc_jobs._verify.semantics import differences, fingerprints
+    from i6_rc_jobs._verify.semantics import differences, fingerprints, pinned_code_forgotten
     from i6_rc_jobs._verify.torch_semantics import is_torch_config, torch_fingerprint
     from i6_rc_jobs._verify.training_semantics import training_differences, training_fingerprints
 
@@ -73,11 +73,12 @@ def main(argv: list[str]) -> int:
                 try:
                     with open(path) as file:
                         code = file.read()
-                    torch.append(is_torch_config(code))
-                    if torch[-1]:
-                        prints.append((torch_fingerprint(code), {}))
-                    else:
-                        prints.append((fingerprints(code), training_fingerprints(code) if args.training else {}))
+                    with pinned_code_forgotten():  # each config builds its own pinned model code
+                        torch.append(is_torch_config(code))
+                        if torch[-1]:
+                            prints.append((torch_fingerprint(code), {}))
+                        else:
+                            prints.append((fingerprints(code), training_fingerprints(code) if args.training else {}))
                 except Exception as e:  # a file that is no config, a net RETURNN refuses: one line, which and why
                     raise _Unreadable(path, e) from e
     except _Unreadable as unreadable:

@@ -22,23 +22,28 @@ TOOLS = ("sisyphus", "i6_core", "i6_rc_jobs")
 @dataclass(frozen=True)
 class CodeFingerprint:
     """The code a reference runs: ``modules`` maps each setup module loaded to its file, the digest of its normalized
-    code and the digests of its definitions; ``libraries`` maps each pinned library loaded to its identity."""
+    code, the digests of its definitions, the SHA-256 of its source as read (its snapshot, :mod:`.snapshots`) and
+    whether it is a package; ``libraries`` maps each pinned library loaded to its identity; ``absent`` are the modules
+    the setup's code imports that did not import where the code was recorded (the job sees them absent too)."""
 
     reference: str
     constructed: bool
     modules: dict[str, dict[str, Any]]
     libraries: dict[str, str]
     dump_format: str = DUMP_FORMAT
+    absent: tuple[str, ...] = ()
     digest: str = field(init=False, compare=False)
 
     def __post_init__(self) -> None:
-        what = {
+        what: dict[str, Any] = {
             "format": self.dump_format,
             "reference": self.reference,
             "constructed": self.constructed,
             "modules": {name: module["digest"] for name, module in self.modules.items()},
             "libraries": self.libraries,
         }
+        if self.absent:  # (a key only where there is one: the digests of code without absences stay as they were)
+            what["absent"] = sorted(self.absent)
         data = json.dumps(what, sort_keys=True).encode()
         object.__setattr__(self, "digest", hashlib.sha256(data).hexdigest())
 
@@ -52,12 +57,16 @@ class CodeFingerprint:
             "modules": self.modules,
             "libraries": self.libraries,
             "dump_format": self.dump_format,
+            "absent": list(self.absent),
             "digest": self.digest,
         }
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> "CodeFingerprint":
-        return cls(data["reference"], data["constructed"], data["modules"], data["libraries"], data["dump_format"])
+        absent = tuple(data.get("absent", ()))  # (records written before absences were recorded have none)
+        return cls(
+            data["reference"], data["constructed"], data["modules"], data["libraries"], data["dump_format"], absent
+        )
 
     def changes(self, now: "CodeFingerprint") -> Iterator[str]:
         """What changed from this fingerprint to ``now``, a line each: modules (with their file and the definitions
@@ -77,9 +86,20 @@ class CodeFingerprint:
             elif before is not None and after is not None and before["digest"] != after["digest"]:
                 defs = _changed_defs(before["defs"], after["defs"])
                 yield f"module {name} ({after['file']}): {', '.join(defs) or 'its code'} changed"
+        for name in sorted(set(self.absent) ^ set(now.absent)):
+            yield f"module {name}: {'now imports' if name in self.absent else 'no longer imports'}"
         for name in sorted(set(self.libraries) | set(now.libraries)):
             if self.libraries.get(name) != now.libraries.get(name):
                 yield f"library {name}: {self.libraries.get(name) or 'not loaded'} -> {now.libraries.get(name) or 'not loaded'}"
+
+
+@dataclass(frozen=True)
+class RecordedCode:
+    """What a code build returns: the fingerprint, and the sources it was made of (module name -> bytes as read), which
+    the manager keeps as snapshots before the fingerprint is used (the bytes are not pickled with jobs)."""
+
+    fingerprint: CodeFingerprint
+    sources: dict[str, bytes]
 
 
 def _changed_defs(before: dict[str, str], after: dict[str, str]) -> list[str]:

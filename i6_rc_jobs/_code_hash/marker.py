@@ -4,23 +4,34 @@ and cached (see docs/guide/code-hash.md)."""
 
 from __future__ import annotations
 
+import difflib
 import functools
+import logging
 import weakref
+from pathlib import Path
 from typing import Any, Callable, Optional, Union
 
-from i6_rc_jobs._code_hash.fingerprint import DEFAULT_LIBRARIES, CodeFingerprint
-from i6_rc_jobs._code_hash.record import PRELOAD, record_code, resolve
+from i6_rc_jobs._code_hash import snapshots
+from i6_rc_jobs._code_hash.fingerprint import DEFAULT_LIBRARIES, CodeFingerprint, RecordedCode
+from i6_rc_jobs._code_hash.record import PRELOAD, recorded_code, resolve
 
 #: The markers made and not yet resolved: the first that is resolved resolves them all, in one ``build_many`` (the
 #: files every build shares are checked once).
 _pending: "weakref.WeakSet[ByContent]" = weakref.WeakSet()
 #: What a code build returns, as its build server imports it.
-RESULTS = (f"{CodeFingerprint.__module__}:{CodeFingerprint.__qualname__}",)
+RESULTS = (f"{RecordedCode.__module__}:{RecordedCode.__qualname__}",)
 
 
 class ByContent:
     """A reference (``module.qualname``, with the arguments of a partial) whose Sisyphus hash is the hash of the code
-    it runs; written into a config as the plain reference it wraps (:meth:`reference`)."""
+    it runs; written into a config as the plain reference it wraps (:meth:`reference`), which imports the modules of
+    that code from their snapshots (:meth:`pins`), unless ``live``."""
+
+    #: Import the setup's live code where the job runs, not the snapshot of what was hashed (a marker pickled before
+    #: snapshots existed has neither: it is live).
+    live = False
+    #: The root of the snapshots of its code (see :mod:`.snapshots`), once its fingerprint is made.
+    snapshots: Optional[str] = None
 
     def __init__(
         self,
@@ -30,6 +41,7 @@ class ByContent:
         kwargs: Optional[dict[str, Any]] = None,
         construct: Optional[bool] = None,
         libraries: tuple[str, ...] = DEFAULT_LIBRARIES,
+        live: bool = False,
     ):
         self.module = module
         self.qualname = qualname
@@ -37,6 +49,7 @@ class ByContent:
         self.kwargs = dict(kwargs or {})
         self.construct = construct
         self.libraries = tuple(libraries)
+        self.live = live
         #: Fixed for the marker's life, as a job's hash is, and pickled with it (hash-diff compares those).
         self._fingerprint: Optional[CodeFingerprint] = None
         _pending.add(self)
@@ -60,9 +73,12 @@ class ByContent:
         """The code it runs, recorded by a build (cached: warm, a lookup that proves the files unchanged)."""
         if self._fingerprint is None:
             markers = [self, *(marker for marker in list(_pending) if marker is not self)]
-            found = code_builds().build_many((record_code, marker._call(), {}) for marker in markers)
-            for marker, fingerprint in zip(markers, found):
-                marker._fingerprint = fingerprint
+            found = code_builds().build_many((recorded_code, marker._call(), {}) for marker in markers)
+            root = snapshots.snapshot_root()
+            for marker, recorded in zip(markers, found):
+                for name, module in recorded.fingerprint.modules.items():
+                    snapshots.store(root, name, module["package"], recorded.sources[name])
+                marker._fingerprint, marker.snapshots = recorded.fingerprint, str(root)
                 _pending.discard(marker)
         assert self._fingerprint is not None
         return self._fingerprint
@@ -82,10 +98,48 @@ class ByContent:
         named = NamedRef(self.module, self.qualname)
         return PartialRef(named, self.args, self.kwargs) if self.args or self.kwargs else named
 
+    def pins(self) -> Optional[tuple[dict[str, tuple[str, str, bool]], tuple[str, ...]]]:
+        """What the written config imports from snapshots: each module's snapshot file, SHA-256 and whether it is a
+        package, and the modules that must stay absent; None for a live marker."""
+        if self.live:
+            return None
+        fingerprint = self.fingerprint()
+        if self.snapshots is None:  # made before snapshots were, and pickled with its job
+            return None
+        root = Path(self.snapshots)
+        modules = {}
+        for name, module in fingerprint.modules.items():
+            sha256, package = module["sha256"], module["package"]
+            modules[name] = (str(snapshots.file_of(root, name, sha256, package)), sha256, package)
+        return modules, fingerprint.absent
+
     def reference(self) -> Any:
         """The plain reference, as a config holds it: the object (imported), or a ``functools.partial`` of it."""
         target = resolve(self.module, self.qualname)
         return functools.partial(target, *self.args, **self.kwargs) if self.args or self.kwargs else target
+
+
+def code_diff(before: ByContent, after: ByContent, most: int = 40) -> list[str]:
+    """The lines that changed in each module whose code changed from ``before`` to ``after`` (a unified diff of their
+    snapshots, at most ``most`` lines a module), or for a module whose snapshot is not kept, why there is none."""
+    if before.snapshots is None or after.snapshots is None:
+        return []
+    old, new = before.fingerprint().modules, after.fingerprint().modules
+    lines: list[str] = []
+    for name in sorted(set(old) & set(new)):
+        if old[name]["digest"] == new[name]["digest"]:
+            continue
+        try:
+            texts = [
+                snapshots.read(Path(root), name, module["sha256"], module["package"]).decode(errors="replace")
+                for root, module in ((before.snapshots, old[name]), (after.snapshots, new[name]))
+            ]
+        except snapshots.SnapshotError as e:
+            lines.append(f"no diff of {name}: {e}")
+            continue
+        diff = list(difflib.unified_diff(texts[0].splitlines(), texts[1].splitlines(), name, name, n=1, lineterm=""))
+        lines += diff[:most] + ([f"... ({len(diff) - most} more lines)"] if len(diff) > most else [])
+    return lines
 
 
 @functools.cache
@@ -103,13 +157,16 @@ def by_content(
     *args: Any,
     construct: Optional[bool] = None,
     libraries: tuple[str, ...] = DEFAULT_LIBRARIES,
+    live: bool = False,
     **kwargs: Any,
 ) -> ByContent:
     """A marker for ``target`` that hashes by its code: a function, a class or a ``functools.partial`` of one, or its
     name as ``"package.module:Qualified.name"`` (then the manager does not import it, nor torch). Further ``args``
     and ``kwargs`` make it a partial. The build constructs the model on the ``meta`` device if ``construct`` (None:
     if the target is a class or has arguments), else only imports it; ``libraries`` are the top-level packages
-    identified by commit or version instead of by their files."""
+    identified by commit or version instead of by their files. The written config imports the code from the
+    snapshots of what was hashed; ``live=True`` imports the setup's code as it is when the job runs (said in the log,
+    since that may no longer be the code the hash names)."""
     if isinstance(target, functools.partial):
         return by_content(
             target.func,
@@ -117,6 +174,7 @@ def by_content(
             *args,
             construct=construct,
             libraries=libraries,
+            live=live,
             **{**target.keywords, **kwargs},
         )
     if isinstance(target, str):
@@ -130,4 +188,9 @@ def by_content(
                 f"by_content({module}.{qualname}): a build imports it by name; define it at module level of a "
                 "module in recipe/"
             )
-    return ByContent(module, qualname, args, kwargs, construct, libraries)
+    if live:
+        logging.warning(
+            f"by_content({module}.{qualname}, live=True): its jobs import the setup's code as it is when they run, "
+            "which may no longer be the code their hash names"
+        )
+    return ByContent(module, qualname, args, kwargs, construct, libraries, live)

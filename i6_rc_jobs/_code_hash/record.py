@@ -4,7 +4,9 @@ loaded. The build records every file it read, so that the cache serves the finge
 
 from __future__ import annotations
 
+import ast
 import functools
+import hashlib
 import importlib
 import os
 import sys
@@ -12,7 +14,7 @@ import sysconfig
 from typing import Any, Optional
 
 from i6_rc_jobs._util.loaded_modules import module_file
-from i6_rc_jobs._code_hash.fingerprint import DEFAULT_LIBRARIES, TOOLS, CodeFingerprint
+from i6_rc_jobs._code_hash.fingerprint import DEFAULT_LIBRARIES, TOOLS, CodeFingerprint, RecordedCode
 from i6_rc_jobs._code_hash.normalize import code_digest, definition_digests
 
 #: What a code build's server imports before it forks builds: torch and this builder (RETURNN, imported by a model
@@ -31,34 +33,104 @@ def resolve(module: str, qualname: str) -> Any:
     return found
 
 
-def record_code(
+def recorded_code(
     module: str,
     qualname: str,
     args: tuple,
     kwargs: dict[str, Any],
     construct: Optional[bool],
     libraries: tuple[str, ...] = DEFAULT_LIBRARIES,
-) -> CodeFingerprint:
-    """The fingerprint of ``module.qualname``: constructed with ``args`` and ``kwargs`` on the ``meta`` device if
-    ``construct`` (None: if it is a class or arguments are given), else only imported."""
+) -> RecordedCode:
+    """The fingerprint of ``module.qualname``, with the sources it was made of: constructed with ``args`` and
+    ``kwargs`` on the ``meta`` device if ``construct`` (None: if it is a class or arguments are given), else only
+    imported; then every module that the setup's code imports inside a function (or anywhere) is imported too, as
+    running the code would, and what does not import is recorded as absent."""
     target = resolve(module, qualname)
     if construct is None:
         construct = isinstance(target, type) or bool(args or kwargs)
     if construct:
         _construct(functools.partial(target, *args, **kwargs))
+    absent = _import_what_the_code_imports(libraries)
     setup, loaded = _split(libraries)
-    modules = {}
+    modules, sources = {}, {}
     for name in sorted(setup):
         path = setup[name]
         with open(path, "rb") as f:
             source = f.read()
+        sources[name] = source
         modules[name] = {
             "file": path,
             "digest": code_digest(source, path),
             "defs": definition_digests(source, path),
+            "sha256": hashlib.sha256(source).hexdigest(),
+            "package": hasattr(sys.modules[name], "__path__"),
         }
     identities = {name: identity(sys.modules[name]) for name in sorted(loaded)}
-    return CodeFingerprint(f"{module}.{qualname}", construct, modules, identities)
+    fingerprint = CodeFingerprint(f"{module}.{qualname}", construct, modules, identities, absent=tuple(absent))
+    return RecordedCode(fingerprint, sources)
+
+
+def _import_what_the_code_imports(libraries: tuple[str, ...]) -> list[str]:
+    """Imports every module that the setup's loaded code imports anywhere (a function's body, a ``try``), until the
+    setup's modules import nothing new: what the job may run counts, not only what importing ran. Returns the names
+    that did not import (a module that exists only on some machines; the build's is the one the hash names)."""
+    absent: set[str] = set()
+    done: set[str] = set()
+    while True:
+        setup, _ = _split(libraries)
+        todo = sorted(set(setup) - done)
+        if not todo:
+            return sorted(absent)
+        for name in todo:
+            done.add(name)
+            with open(setup[name], "rb") as f:
+                tree = ast.parse(f.read(), setup[name])
+            package = name if hasattr(sys.modules[name], "__path__") else name.rpartition(".")[0]
+            for imported in _imports_of(tree, package):
+                if imported not in sys.modules and imported not in absent and not _try_import(imported):
+                    absent.add(imported)
+
+
+def _imports_of(tree: ast.Module, package: str) -> list[str]:
+    """The modules the code imports, by absolute name: ``import a.b`` is ``a.b``; ``from a import b`` is ``a`` and,
+    if ``b`` is a module, ``a.b``. Not what only type checkers read (``if TYPE_CHECKING:``), nor ``__future__``."""
+    found: list[str] = []
+    stack: list[ast.AST] = [tree]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, ast.If) and _only_for_type_checkers(node.test):
+            stack.extend(node.orelse)
+            continue
+        if isinstance(node, ast.Import):
+            found += [alias.name for alias in node.names]
+        elif isinstance(node, ast.ImportFrom) and node.module != "__future__":
+            base = node.module or ""
+            if node.level:
+                parts = package.split(".")
+                base = ".".join(parts[: len(parts) - node.level + 1] + ([node.module] if node.module else []))
+            found.append(base)
+            found += [f"{base}.{alias.name}" for alias in node.names if alias.name != "*"]
+        stack.extend(ast.iter_child_nodes(node))
+    return found
+
+
+def _only_for_type_checkers(test: ast.expr) -> bool:
+    return (isinstance(test, ast.Name) and test.id == "TYPE_CHECKING") or (
+        isinstance(test, ast.Attribute) and test.attr == "TYPE_CHECKING"
+    )
+
+
+def _try_import(name: str) -> bool:
+    """Whether ``name`` imports (``from a import b`` names ``a.b`` also where ``b`` is a function: that is no
+    absence)."""
+    try:
+        importlib.import_module(name)
+        return True
+    except ImportError:
+        parent, _, attribute = name.rpartition(".")
+        return bool(parent) and parent in sys.modules and hasattr(sys.modules[parent], attribute)
+    except Exception:  # it exists, and fails as the job would where it imports it: no snapshot of it
+        return False
 
 
 def _construct(call: functools.partial) -> None:

@@ -12,10 +12,12 @@ do not count.
 from __future__ import annotations
 
 import ast
+import contextlib
 import hashlib
 import io
+import sys
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Iterable
+from typing import TYPE_CHECKING, Any, Iterable, Iterator
 
 import numpy
 
@@ -224,6 +226,22 @@ def same_model(code_a: str, code_b: str) -> list[str]:
     """The differences of the models of two configs (stage by stage), each built in its own graph; [] iff the same
     model."""
     return differences(fingerprints(code_a), fingerprints(code_b))
+
+
+@contextlib.contextmanager
+def pinned_code_forgotten() -> Iterator[None]:
+    """Afterwards, the modules that configs loaded meanwhile imported from pinned model code (``by_content``) are
+    forgotten, and their finders gone: the next config loaded in this process imports its own pinned code, not the
+    modules of the same names that the first one pinned."""
+    finders = list(sys.meta_path)
+    try:
+        yield
+    finally:
+        for finder in sys.meta_path:
+            if finder not in finders:
+                for name in getattr(finder, "pinned", ()):
+                    sys.modules.pop(name, None)
+        sys.meta_path[:] = finders
 
 
 def load_config(config_code: str) -> Config:
