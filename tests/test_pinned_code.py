@@ -17,35 +17,19 @@ import pytest
 
 from tests.support.sisyphus_setup import REPO
 from tests.test_code_hash import HELPER
+from tests.test_code_hash import MODEL as CODE_HASH_MODEL
 
 pytestmark = pytest.mark.slow  # each manager start starts a build server that imports torch
 
-MODEL = textwrap.dedent('''
-    """A torch model whose loss module is imported where the loss is computed, as i6 setups do."""
-    import torch
-
-    from act_helper import activation
-
-    try:
-        import fused_op  # present on some machines only
-    except ImportError:
-        fused_op = None
-
-
-    class Model(torch.nn.Module):
-        def __init__(self, dim: int):
-            super().__init__()
-            self.linear = torch.nn.Linear(dim, dim)
-
-        def forward(self, x):
-            return activation(self.linear(x))
-
-
-    def train_step(*, model, extern_data, **_kwargs):
-        from my_losses import loss
-
-        return loss(model(extern_data["data"].raw_tensor))
-    ''')
+#: The model of tests/test_code_hash.py with what i6 setups add: a module present on some machines only, and the loss
+#: module imported where the loss is computed.
+MODEL = CODE_HASH_MODEL.replace(
+    "from act_helper import activation\n",
+    "from act_helper import activation\n\ntry:\n    import fused_op\nexcept ImportError:\n    fused_op = None\n",
+).replace(
+    '    return model(extern_data["data"].raw_tensor)',
+    '    from my_losses import loss\n\n    return loss(model(extern_data["data"].raw_tensor))',
+)
 LOSSES = "def loss(x):\n    return x.sum()\n"
 #: A manager start: writes the config of the markers to ``config.py`` and prints its hash (``live`` from argv).
 MANAGER = textwrap.dedent("""
