@@ -81,7 +81,7 @@ def test_written_as_the_plain_reference_without_importing_it_or_torch(setup_dir)
     snapshots = setup_dir / "cache" / "snapshots"
     for name in ("my_model", "act_helper"):  # what the build loaded, from the snapshots of what it hashed
         (file,) = snapshots.glob(f"*/*/{name}.py")
-        assert f"'{name}': ('{file}', '{file.parent.name}', False)" in pins
+        assert f"'{name}': ('{file}', '{file.parent.name}', False, '{setup_dir / (name + '.py')}')" in pins
     assert result["imported"] == []
 
 

@@ -51,8 +51,8 @@ MANAGER = textwrap.dedent("""
     print(json.dumps({"hash": serializer._sis_hash().decode(), "torch": "torch" in sys.modules}))
     """)
 #: A job: RETURNN loads the config, builds the model and computes the loss of a fixed input (each of the 4 outputs is
-#: -1.5 before the activation: the relu's loss is 0); prints it, whether ``fused_op`` is there and where each setup
-#: module came from.
+#: -1.5 before the activation: the relu's loss is 0); prints it, whether ``fused_op`` is there and the snapshot each
+#: setup module was run from.
 JOB = textwrap.dedent("""
     import json
     import sys
@@ -70,7 +70,8 @@ JOB = textwrap.dedent("""
         raw_tensor = torch.tensor([[-1.0, -2.0, 0.5, 1.0]])  # each output: -1.5 before the activation
 
     loss = config.typed_value("train_step")(model=model, extern_data={"data": Data})
-    files = {name: sys.modules[name].__file__ for name in ("my_model", "act_helper", "my_losses")}
+    names = ("my_model", "act_helper", "my_losses")
+    files = {name: getattr(sys.modules[name].__loader__, "snapshot", None) for name in names}
     print(json.dumps({"loss": loss.item(), "fused_op": sys.modules["my_model"].fused_op is not None, "files": files}))
     """)
 
@@ -195,18 +196,17 @@ def test_a_changed_missing_or_shadowed_snapshot_is_refused_in_one_line(setup_dir
     helper.chmod(0o644)
     helper.write_bytes(original + b"\nactivation = abs\n")
     assert job_refused(setup_dir) == (
-        f"ImportError: {helper}: not the model code that was hashed (its SHA-256 differs)"
+        f"ImportError: {helper}: the snapshot of the model code, changed since it was hashed (its SHA-256 differs)"
     )
     helper.unlink()
     assert job_refused(setup_dir) == (
-        f"ImportError: {helper}: the snapshot of act_helper is missing (I6_RC_SNAPSHOTS moved?)"
+        f"ImportError: {helper}: the snapshot of the model code cannot be read (No such file or directory)"
     )
     helper.write_bytes(original)
     config = setup_dir / "config.py"
     config.write_text("import act_helper\n" + config.read_text())  # the live module, imported first
     assert job_refused(setup_dir) == (
-        f"ImportError: act_helper was imported from {setup_dir / 'act_helper.py'} before the pinned model code: it "
-        f"must be {helper}"
+        f"ImportError: act_helper was imported before the pinned model code, from {setup_dir / 'act_helper.py'}"
     )
 
 
@@ -218,3 +218,34 @@ def test_a_live_marker_imports_the_live_code_and_says_so(setup_dir):
     assert "_pin_model_code" not in (setup_dir / "config.py").read_text()
     _edit(setup_dir / "act_helper.py", "torch.relu(x)", "x")
     assert job(setup_dir)["loss"] == pytest.approx(-1.5 * 4)
+
+
+#: A model that reads its sizes from a file beside it when it is constructed, as i6 models read priors.
+SIZED_MODEL = textwrap.dedent("""
+    import json
+    import os
+
+    import torch
+
+
+    class Model(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            with open(os.path.join(os.path.dirname(__file__), "sizes.json")) as f:
+                self.linear = torch.nn.Linear(*json.load(f))
+    """)
+
+
+def test_a_file_the_model_reads_counts_and_is_checked_where_the_job_runs(setup_dir):
+    (setup_dir / "sized_model.py").write_text(SIZED_MODEL)
+    sizes = setup_dir / "sizes.json"
+    sizes.write_text("[4, 4]")
+    (setup_dir / "manager.py").write_text(MANAGER.replace('"my_model:Model", dim=4', '"sized_model:Model"'))
+    first = manager(setup_dir)["hash"]
+    assert f"{str(sizes)!r}: " in (setup_dir / "config.py").read_text()
+    sizes.write_text("[4, 8]")
+    assert job_refused(setup_dir) == (
+        f"ImportError: {sizes}: read by the model code when it was hashed, changed since it was hashed (its SHA-256 "
+        "differs)"
+    )
+    assert manager(setup_dir, "now.py")["hash"] != first

@@ -201,6 +201,11 @@ def looked_at(
     return list(dict.fromkeys(files)), found
 
 
+def opened() -> list[str]:
+    """The paths opened for reading so far (outputs and caches among them: :func:`looked_at` tells the inputs)."""
+    return list(_opened)
+
+
 def listings(exclude: Optional[str] = None) -> dict[str, Optional[str]]:
     """The directories listed so far (except those under ``exclude`` and the volatile ones), with
     :func:`.probes.listing` of each."""

@@ -24,7 +24,8 @@ class CodeFingerprint:
     """The code a reference runs: ``modules`` maps each setup module loaded to its file, the digest of its normalized
     code, the digests of its definitions, the SHA-256 of its source as read (its snapshot, :mod:`.snapshots`) and
     whether it is a package; ``libraries`` maps each pinned library loaded to its identity; ``absent`` are the modules
-    the setup's code imports that did not import where the code was recorded (the job sees them absent too)."""
+    the setup's code imports that did not import where the code was recorded (the job sees them absent too); ``files``
+    the other files it read (path -> SHA-256; the job checks them)."""
 
     reference: str
     constructed: bool
@@ -32,6 +33,7 @@ class CodeFingerprint:
     libraries: dict[str, str]
     dump_format: str = DUMP_FORMAT
     absent: tuple[str, ...] = ()
+    files: dict[str, str] = field(default_factory=dict)
     digest: str = field(init=False, compare=False)
 
     def __post_init__(self) -> None:
@@ -42,8 +44,10 @@ class CodeFingerprint:
             "modules": {name: module["digest"] for name, module in self.modules.items()},
             "libraries": self.libraries,
         }
-        if self.absent:  # (a key only where there is one: the digests of code without absences stay as they were)
+        if self.absent:  # (keys only where there are such: the digests of code without them stay as they were)
             what["absent"] = sorted(self.absent)
+        if self.files:
+            what["files"] = self.files
         data = json.dumps(what, sort_keys=True).encode()
         object.__setattr__(self, "digest", hashlib.sha256(data).hexdigest())
 
@@ -58,14 +62,21 @@ class CodeFingerprint:
             "libraries": self.libraries,
             "dump_format": self.dump_format,
             "absent": list(self.absent),
+            "files": self.files,
             "digest": self.digest,
         }
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> "CodeFingerprint":
-        absent = tuple(data.get("absent", ()))  # (records written before absences were recorded have none)
+        absent, files = tuple(data.get("absent", ())), data.get("files", {})  # (older records have neither)
         return cls(
-            data["reference"], data["constructed"], data["modules"], data["libraries"], data["dump_format"], absent
+            data["reference"],
+            data["constructed"],
+            data["modules"],
+            data["libraries"],
+            data["dump_format"],
+            absent,
+            files,
         )
 
     def changes(self, now: "CodeFingerprint") -> Iterator[str]:
@@ -86,6 +97,12 @@ class CodeFingerprint:
             elif before is not None and after is not None and before["digest"] != after["digest"]:
                 defs = _changed_defs(before["defs"], after["defs"])
                 yield f"module {name} ({after['file']}): {', '.join(defs) or 'its code'} changed"
+        for path in sorted(set(self.files) | set(now.files)):
+            if self.files.get(path) != now.files.get(path):
+                how = (
+                    "newly read" if path not in self.files else "no longer read" if path not in now.files else "changed"
+                )
+                yield f"file {path}: {how}"
         for name in sorted(set(self.absent) ^ set(now.absent)):
             yield f"module {name}: {'now imports' if name in self.absent else 'no longer imports'}"
         for name in sorted(set(self.libraries) | set(now.libraries)):

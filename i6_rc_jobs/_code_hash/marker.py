@@ -98,9 +98,10 @@ class ByContent:
         named = NamedRef(self.module, self.qualname)
         return PartialRef(named, self.args, self.kwargs) if self.args or self.kwargs else named
 
-    def pins(self) -> Optional[tuple[dict[str, tuple[str, str, bool]], tuple[str, ...]]]:
-        """What the written config imports from snapshots: each module's snapshot file, SHA-256 and whether it is a
-        package, and the modules that must stay absent; None for a live marker."""
+    def pins(self) -> Optional[tuple[dict[str, tuple[str, str, bool, str]], tuple[str, ...], dict[str, str]]]:
+        """What the written config imports from snapshots: each module's snapshot file, SHA-256, whether it is a
+        package and its file in the setup, the modules that must stay absent, and the other files the code read (path -> SHA-256, which the
+        config checks); None for a live marker."""
         if self.live:
             return None
         fingerprint = self.fingerprint()
@@ -110,8 +111,8 @@ class ByContent:
         modules = {}
         for name, module in fingerprint.modules.items():
             sha256, package = module["sha256"], module["package"]
-            modules[name] = (str(snapshots.file_of(root, name, sha256, package)), sha256, package)
-        return modules, fingerprint.absent
+            modules[name] = (str(snapshots.file_of(root, name, sha256, package)), sha256, package, module["file"])
+        return modules, fingerprint.absent, fingerprint.files
 
     def reference(self) -> Any:
         """The plain reference, as a config holds it: the object (imported), or a ``functools.partial`` of it."""

@@ -13,6 +13,7 @@ import sys
 import sysconfig
 from typing import Any, Optional
 
+from i6_rc_jobs._builds import record as build_record
 from i6_rc_jobs._util.loaded_modules import module_file
 from i6_rc_jobs._code_hash.fingerprint import DEFAULT_LIBRARIES, TOOLS, CodeFingerprint, RecordedCode
 from i6_rc_jobs._code_hash.normalize import code_digest, definition_digests
@@ -45,6 +46,7 @@ def recorded_code(
     ``kwargs`` on the ``meta`` device if ``construct`` (None: if it is a class or arguments are given), else only
     imported; then every module that the setup's code imports inside a function (or anywhere) is imported too, as
     running the code would, and what does not import is recorded as absent."""
+    opened_before = set(build_record.opened())
     target = resolve(module, qualname)
     if construct is None:
         construct = isinstance(target, type) or bool(args or kwargs)
@@ -52,6 +54,7 @@ def recorded_code(
         _construct(functools.partial(target, *args, **kwargs))
     absent = _import_what_the_code_imports(libraries)
     setup, loaded = _split(libraries)
+    files = _files_read(set(build_record.opened()) - opened_before, set(setup.values()), loaded)
     modules, sources = {}, {}
     for name in sorted(setup):
         path = setup[name]
@@ -66,8 +69,25 @@ def recorded_code(
             "package": hasattr(sys.modules[name], "__path__"),
         }
     identities = {name: identity(sys.modules[name]) for name in sorted(loaded)}
-    fingerprint = CodeFingerprint(f"{module}.{qualname}", construct, modules, identities, absent=tuple(absent))
+    fingerprint = CodeFingerprint(
+        f"{module}.{qualname}", construct, modules, identities, absent=tuple(absent), files=files
+    )
     return RecordedCode(fingerprint, sources)
+
+
+def _files_read(opened: set[str], modules: set[str], libraries: set[str]) -> dict[str, str]:
+    """The files that importing and constructing read besides code (a JSON of sizes, priors read with
+    ``numpy.loadtxt``), with the SHA-256 of each: not the setup's modules (hashed as code), nor what lies in the
+    installed packages, the libraries and the tools (counted by their identity, or not at all). Seen where the build
+    records what it reads (a build process: :mod:`i6_rc_jobs._builds.record`)."""
+    outside = _installed() + _roots(libraries)
+    inputs, _ = build_record.looked_at()
+    read = {}
+    for path in sorted(opened & set(inputs)):
+        if path not in modules and not os.path.realpath(path).startswith(outside):
+            with open(path, "rb") as f:
+                read[path] = hashlib.sha256(f.read()).hexdigest()
+    return read
 
 
 def _import_what_the_code_imports(libraries: tuple[str, ...]) -> list[str]:
@@ -156,14 +176,19 @@ def _package_root(module: Any) -> Optional[str]:
     return os.path.dirname(os.path.realpath(path)) + os.sep if path else None
 
 
+def _roots(libraries: set[str]) -> tuple[str, ...]:
+    """The directories of the loaded libraries and tools, whose files are not the setup's."""
+    roots = [_package_root(sys.modules[name]) for name in [*libraries, *TOOLS] if name in sys.modules]
+    return tuple(sorted(root for root in roots if root))
+
+
 def _split(libraries: tuple[str, ...]) -> tuple[dict[str, str], set[str]]:
     """The setup's modules loaded (name -> the real path of its source) and the pinned libraries loaded (top-level
     names). A module whose file lies in a library, a tool or an installed package is not the setup's, whatever its
     name (RETURNN registers its modules under old names, too)."""
     modules = dict(sys.modules)
     loaded = {name for name in libraries if name in modules}
-    roots = [_package_root(modules[name]) for name in [*loaded, *TOOLS] if name in modules]
-    outside = _installed() + tuple(sorted(root for root in roots if root))
+    outside = _installed() + _roots(loaded)
     setup: dict[str, str] = {}
     for name, module in modules.items():
         path = module_file(module)

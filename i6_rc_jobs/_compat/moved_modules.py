@@ -42,7 +42,7 @@ class _MovedLoader(importlib.abc.Loader):
             module.__path__ = []
         if module.__name__ in MOVED:
             target = importlib.import_module(MOVED[module.__name__])
-            vars(module)["__getattr__"] = lambda name: getattr(target, name)  # (PEP 562)
+            vars(module).update(__doc__=target.__doc__, __getattr__=lambda name: getattr(target, name))  # (PEP 562)
 
 
 class _MovedFinder(importlib.abc.MetaPathFinder):

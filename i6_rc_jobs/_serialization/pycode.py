@@ -14,7 +14,7 @@ from sisyphus.delayed_ops import DelayedBase
 from i6_rc_jobs._serialization.callables import PartialRef
 from i6_rc_jobs._serialization.errors import SerializationError, describe
 from i6_rc_jobs._serialization.kinds import kind_of
-from i6_rc_jobs._serialization.pinned_code import merge_pins
+from i6_rc_jobs._serialization.pinned_code import Pins
 from i6_rc_jobs._serialization.numpy_values import check_numpy, little_endian, loaded_numpy, readable, stored_bytes
 from i6_rc_jobs._serialization.refs import DIM_SUFFIX, MARKERS, DimRef, use_dim
 from i6_rc_jobs._serialization.strings import str_code
@@ -69,9 +69,8 @@ class CodeWriter:
         self.dims: dict[str, DimRef] = {}
         self.markers: set[str] = set()
         self.imported: dict[tuple[str, str], str] = {}  # (module, top-level name) -> local name
-        #: Model code pinned by content (module -> snapshot file, SHA-256, package) and what it keeps absent.
-        self.pinned: dict[str, tuple[str, str, bool]] = {}
-        self.absent: set[str] = set()
+        #: Model code pinned by content.
+        self.pins = Pins()
         self._strings: dict[str, str] = {}  # str -> its literal; net dicts repeat their keys thousands of times
 
     def write(self, value: Any, root: str, indent: str = "") -> str:
@@ -122,7 +121,7 @@ class CodeWriter:
             case "content_ref":
                 pins = getattr(value.owner, "pins", lambda: None)() if self.resolve_delayed else None
                 if pins is not None:
-                    merge_pins(self.pinned, self.absent, value.owner, pins)
+                    self.pins.add(value.owner, pins)
                 return self._value(value.reference, indent)
             case "wrapper":
                 if not self.resolve_delayed and isinstance(value.code, DelayedBase):

@@ -10,7 +10,6 @@ from typing import Any, Callable, Iterable, Optional
 from sisyphus.delayed_ops import DelayedBase
 
 from i6_rc_jobs._serialization.copying import copy_tree
-from i6_rc_jobs._serialization.pinned_code import pin_lines
 from i6_rc_jobs._serialization.pycode import CodeWriter
 from i6_rc_jobs._serialization.refs import DimRef
 from i6_rc_jobs._serialization.values import sisyphus_values
@@ -174,6 +173,5 @@ class SerializedCode(DelayedBase):
         return []
 
     def _code(self, writer: CodeWriter, dims: list[str], parts: list[str]) -> str:
-        pins = pin_lines(writer.pinned, writer.absent) if writer.pinned or writer.absent else []
-        imports = "\n".join([*self._preamble(), *pins, *writer.import_lines()])
+        imports = "\n".join([*self._preamble(), *writer.pins.lines(), *writer.import_lines()])
         return "\n\n".join([imports, *(["\n".join(dims)] if dims else []), *parts]) + "\n"
