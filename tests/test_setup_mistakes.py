@@ -225,10 +225,13 @@ def test_a_conformer_built_in_the_config_without_rc_compat_ends_the_manager_in_t
 
 def test_a_loop_without_rc_compat_in_a_script_ends_in_the_fix():
     """nn.Loop without ``rc_compat.apply`` fails with RETURNN's TypeError about ``identifier``: outside Sisyphus as
-    well, Python's report of it ends in the fix, and the exit status is Python's (1)."""
+    well, once the script installed the failure hints, Python's report of it ends in the fix, and the exit status is
+    Python's (1)."""
     script = """
 from returnn_common import nn
 import i6_rc_jobs
+
+i6_rc_jobs.install_failure_hints()
 
 time_dim, model_dim = nn.SpatialDim("time"), nn.FeatureDim("model", 4)
 data = nn.get_extern_data(nn.Data("data", dim_tags=[nn.batch_dim, time_dim, model_dim]))
