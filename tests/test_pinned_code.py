@@ -249,3 +249,48 @@ def test_a_file_the_model_reads_counts_and_is_checked_where_the_job_runs(setup_d
         "differs)"
     )
     assert manager(setup_dir, "now.py")["hash"] != first
+
+
+#: A manager start with two configs, one of a model whose construction fails: prints both hashes, what writing the
+#: broken one's config says, and whether the other's config was written.
+FAILING_MANAGER = textwrap.dedent("""
+    import json
+    import sys
+
+    from i6_rc_jobs import ReturnnConfigSerializer, by_content
+
+    good = ReturnnConfigSerializer({"get_model": by_content("my_model:Model", dim=4)})
+    bad = ReturnnConfigSerializer({"get_model": by_content("broken_model:Model", dim=4)})
+    hashes, said = [good._sis_hash().decode(), bad._sis_hash().decode()], None
+    try:
+        bad.get()
+    except Exception as e:
+        said = f"{type(e).__name__}: {e}"
+    written = "_pin_model_code" in good.get()
+    print(json.dumps({"hashes": hashes, "said": said, "good": written, "torch": "torch" in sys.modules}))
+    """)
+BROKEN_MODEL = textwrap.dedent("""
+    import torch
+
+
+    class Model(torch.nn.Module):
+        def __init__(self, dim):
+            super().__init__()
+            raise ValueError(f"no model of dim {dim}")
+    """)
+
+
+def test_a_model_whose_build_fails_fails_its_own_jobs_only(setup_dir):
+    (setup_dir / "manager.py").write_text(FAILING_MANAGER)
+    (setup_dir / "broken_model.py").write_text(BROKEN_MODEL)
+    first = manager(setup_dir)
+    line = (
+        "by_content(broken_model.Model, dim=4): its build failed: ValueError: no model of dim 4 "
+        f"({setup_dir / 'broken_model.py'}:8)"
+    )
+    assert first["said"] == f"BuildError: {line}" and first["good"]
+    assert f"{line} (its jobs fail with this line; the other jobs go on)" in first["log"]
+    assert manager(setup_dir)["hashes"] == first["hashes"]  # the failure hashes alike at every start
+    _edit(setup_dir / "broken_model.py", "raise ValueError", "self.linear = torch.nn.Linear(dim, dim)  #")
+    fixed = manager(setup_dir)
+    assert fixed["hashes"][0] == first["hashes"][0] and fixed["hashes"][1] != first["hashes"][1]

@@ -37,7 +37,9 @@ class Batch:
         self.lookups = Lookup(store, spec.setting)
         self.claims = Claims(store, lock_timeout)
 
-    def run(self, calls: list[Call]) -> list[Any]:
+    def run(self, calls: list[Call], failures: bool = False) -> list[Any]:
+        """The results of the calls, in their order; a failed build raises, or with ``failures`` stands in the list
+        as its :class:`BuildError`."""
         results: dict[str, Any] = {}  # by the digest of the call
         for call in [] if self.fresh else calls:
             if call.digest not in results:
@@ -47,10 +49,15 @@ class Batch:
         missing = {call.digest: call for call in calls if call.digest not in results}
         if missing:
             results.update(self.build_missing(list(missing.values())))
+        failed = [result for result in results.values() if isinstance(result, BuildError)]
+        if failed and not failures:
+            more = f" ({len(failed) - 1} more builds failed)" if len(failed) > 1 else ""
+            raise BuildError(f"{failed[0]}{more}")
         return [results[call.digest] for call in calls]
 
     def build_missing(self, calls: list[Call]) -> dict[str, Any]:
-        """Builds the calls, each under its lock, at most ``workers`` at once. One batch of the process builds at a
+        """Builds the calls, each under its lock, at most ``workers`` at once (a failed one's result is its
+        :class:`BuildError`). One batch of the process builds at a
         time (its threads share the build servers); a batch that ends before its builds (an interrupt) ends their
         server."""
         with _building:
@@ -60,7 +67,6 @@ class Batch:
 
     def _build_missing(self, calls: list[Call]) -> dict[str, Any]:
         results: dict[str, Any] = {}
-        errors: list[BuildError] = []
         pending = list(calls)
         running: dict[int, tuple[Call, contextlib.ExitStack, Path]] = {}
         server: Optional[ServerLink] = None
@@ -98,13 +104,10 @@ class Batch:
                                 self.store, call, partial, ended, server, not self.fresh, replaced
                             )
                         except BuildError as e:
-                            errors.append(e)
+                            results[call.digest] = e
         finally:
             for _, stack, _ in running.values():
                 stack.close()
             if running and server is not None:
                 discard(server)  # its builds would answer the next batch
-        if errors:
-            more = f" ({len(errors) - 1} more builds failed)" if len(errors) > 1 else ""
-            raise BuildError(f"{errors[0]}{more}")
         return results

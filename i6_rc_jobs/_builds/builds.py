@@ -66,15 +66,16 @@ class Builds:
         built in a process of its own."""
         return self.build_many([(builder, args, kwargs)])[0]
 
-    def build_many(self, calls: Iterable[Any]) -> list[Any]:
+    def build_many(self, calls: Iterable[Any], failures: bool = False) -> list[Any]:
         """The serializers of many calls (each a ``functools.partial`` or a ``(builder, args, kwargs)`` tuple), in
-        their order; those not cached are built in parallel."""
+        their order; those not cached are built in parallel. A failed build raises its :class:`BuildError` once the
+        others ended, or with ``failures``, stands in the list in place of its result (the others are used)."""
         calls = [as_call(call) for call in calls]
         if in_build.IN_BUILD:
             return [call.builder(*call.args, **call.kwargs) for call in calls]
         for call in calls:
             call.check()
-        return self._batch().run(calls)
+        return self._batch().run(calls, failures)
 
     # -- what a build process would be ---------------------------------------------------------------------------
 

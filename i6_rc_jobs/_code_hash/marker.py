@@ -7,10 +7,12 @@ from __future__ import annotations
 import difflib
 import functools
 import logging
+import re
 import weakref
 from pathlib import Path
 from typing import Any, Callable, Optional, Union
 
+from i6_rc_jobs._builds.errors import BuildError
 from i6_rc_jobs._code_hash import snapshots
 from i6_rc_jobs._code_hash.fingerprint import DEFAULT_LIBRARIES, CodeFingerprint, RecordedCode
 from i6_rc_jobs._code_hash.record import PRELOAD, recorded_code, resolve
@@ -18,6 +20,9 @@ from i6_rc_jobs._code_hash.record import PRELOAD, recorded_code, resolve
 #: The markers made and not yet resolved: the first that is resolved resolves them all, in one ``build_many`` (the
 #: files every build shares are checked once).
 _pending: "weakref.WeakSet[ByContent]" = weakref.WeakSet()
+#: A frame of a traceback, and the files of frames that are not the setup's own.
+_FRAME = re.compile(r'^\s*File "(?P<file>[^"]+)", line (?P<line>\d+)')
+_NOT_OWN = re.compile(r"[/\\](site-packages|lib/python3\.\d+|i6_rc_jobs|returnn|torch)[/\\]|^<frozen ")
 #: What a code build returns, as its build server imports it.
 RESULTS = (f"{RecordedCode.__module__}:{RecordedCode.__qualname__}",)
 
@@ -32,6 +37,9 @@ class ByContent:
     live = False
     #: The root of the snapshots of its code (see :mod:`.snapshots`), once its fingerprint is made.
     snapshots: Optional[str] = None
+    #: Why its build failed, in one line with the model's own frame: then its hash is that of the failure, and its
+    #: jobs fail with this line where they write their config, while the manager goes on with the other jobs.
+    failure: Optional[str] = None
 
     def __init__(
         self,
@@ -70,24 +78,38 @@ class ByContent:
         return (self.module, self.qualname, self.args, self.kwargs, self.construct, self.libraries)
 
     def fingerprint(self) -> CodeFingerprint:
-        """The code it runs, recorded by a build (cached: warm, a lookup that proves the files unchanged)."""
-        if self._fingerprint is None:
-            markers = [self, *(marker for marker in list(_pending) if marker is not self)]
-            found = code_builds().build_many((recorded_code, marker._call(), {}) for marker in markers)
-            root = snapshots.snapshot_root()
-            for marker, recorded in zip(markers, found):
-                for name, module in recorded.fingerprint.modules.items():
-                    snapshots.store(root, name, module["package"], recorded.sources[name])
-                marker._fingerprint, marker.snapshots = recorded.fingerprint, str(root)
-                _pending.discard(marker)
+        """The code it runs, recorded by a build (cached: warm, a lookup that proves the files unchanged); a failed
+        build raises its line (:attr:`failure`)."""
+        self._resolve()
+        if self.failure is not None:
+            raise BuildError(self.failure)
         assert self._fingerprint is not None
         return self._fingerprint
+
+    def _resolve(self) -> None:
+        """Builds the fingerprints of this marker and of every other not yet resolved, in one batch; a marker whose
+        build failed gets its :attr:`failure` (logged), the others their fingerprints and snapshots."""
+        if self._fingerprint is not None or self.failure is not None:
+            return
+        markers = [self, *(marker for marker in list(_pending) if marker is not self)]
+        found = code_builds().build_many(((recorded_code, marker._call(), {}) for marker in markers), failures=True)
+        root = snapshots.snapshot_root()
+        for marker, recorded in zip(markers, found):
+            _pending.discard(marker)
+            if isinstance(recorded, BuildError):
+                marker.failure = f"{marker!r}: its build failed: {failure_line(str(recorded))}"
+                logging.error(f"{marker.failure} (its jobs fail with this line; the other jobs go on)")
+                continue
+            for name, module in recorded.fingerprint.modules.items():
+                snapshots.store(root, name, module["package"], recorded.sources[name])
+            marker._fingerprint, marker.snapshots = recorded.fingerprint, str(root)
 
     def _sis_hash(self) -> bytes:
         from sisyphus.hash import sis_hash_helper  # (0.2 s of imports: only where a marker is hashed)
 
-        what = (f"{self.module}.{self.qualname}", self.args, self.kwargs, self.fingerprint().digest)
-        return sis_hash_helper(("by_content", what))
+        self._resolve()
+        code = self.fingerprint().digest if self.failure is None else f"failed: {self.failure}"
+        return sis_hash_helper(("by_content", (f"{self.module}.{self.qualname}", self.args, self.kwargs, code)))
 
     def config_reference(self) -> Any:
         """The plain reference as data, without importing it: what a :class:`~i6_rc_jobs.ReturnnConfigSerializer`
@@ -118,6 +140,18 @@ class ByContent:
         """The plain reference, as a config holds it: the object (imported), or a ``functools.partial`` of it."""
         target = resolve(self.module, self.qualname)
         return functools.partial(target, *self.args, **self.kwargs) if self.args or self.kwargs else target
+
+
+def failure_line(message: str) -> str:
+    """The error a failed build ended in, with the last frame of the traceback in code that is neither Python's nor
+    a library's (``ValueError: no such size (recipe/my_model.py:42)``); the message as it is if it has no traceback."""
+    lines = message.splitlines()
+    frames = [match for line in lines if (match := _FRAME.match(line))]
+    if not frames:
+        return " ".join(lines[:1])
+    error = next(line for line in reversed(lines) if line.strip() and not line.startswith(" "))
+    own = [frame for frame in frames if not _NOT_OWN.search(frame["file"])] or frames
+    return f"{error} ({own[-1]['file']}:{own[-1]['line']})"
 
 
 def code_diff(before: ByContent, after: ByContent, most: int = 40) -> list[str]:
