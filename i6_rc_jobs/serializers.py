@@ -11,6 +11,8 @@ from i6_rc_jobs._hashing.sis_hash import serializer_sis_hash
 from i6_rc_jobs._hashing.walks import dims_in
 from i6_rc_jobs._serialization.config_values import SerializedConfig
 from i6_rc_jobs._serialization.errors import SerializationError
+from i6_rc_jobs._serialization.job_config import JOB_CONFIG, job_config, options_text
+from i6_rc_jobs._serialization.pycode import CodeWriter
 from i6_rc_jobs._serialization.i6_core_objects import config_values_of
 from i6_rc_jobs._serialization.serialized_net import SerializedNet
 from i6_rc_jobs.jobs.config_file import CheckedReturnnConfig
@@ -50,9 +52,18 @@ class ReturnnConfigSerializer(SerializedConfig):
     name; a value with a ``_sis_hash`` method by it."""
 
     def _sis_hash(self) -> bytes:
-        if self.hash_value is not None:
-            return serializer_sis_hash(self, LABEL)
-        return self._once(("sis_hash", frozenset(self.unhashed)), lambda: serializer_sis_hash(self, LABEL))
+        """Its values' hash; ``by_content`` values among them hash by their code as built with the config's options
+        (those of the config around it too), which their construction may read."""
+        around = JOB_CONFIG.get()
+        with job_config(self.sections()):
+            if self.hash_value is not None:
+                return serializer_sis_hash(self, LABEL)
+            key = ("sis_hash", frozenset(self.unhashed), None if around is None else options_text(*around))
+            return self._once(key, lambda: serializer_sis_hash(self, LABEL))
+
+    def _render(self, resolve_delayed: bool = True) -> tuple[CodeWriter, list[str], list[str]]:
+        with job_config(self.sections()):  # (the pinned code of its by_content values is that of this config)
+            return super()._render(resolve_delayed)
 
     @classmethod
     def from_i6_core(cls, returnn_config: Any, **options: Any) -> Any:

@@ -1,6 +1,6 @@
 """Content hashes of model code with real torch, each manager start a process of its own (as ``sis manager``): a
 code edit moves the hash, a cosmetic edit keeps it, an edit of a helper module the model imports moves it, a pinned
-library is identified by its commit and not by its files; ``watch_code`` says which job's code changed and
+library is identified by its commit, and by its files where they are not its commit's; ``watch_code`` says which job's code changed and
 hash-diff names it; the manager never imports torch."""
 
 from __future__ import annotations
@@ -16,6 +16,7 @@ from pathlib import Path
 
 import pytest
 
+from i6_rc_jobs._builds.store import Store
 from i6_rc_jobs._cli.explain import explain
 from tests.support.sisyphus_setup import REPO
 
@@ -139,7 +140,54 @@ def test_code_edits_move_the_hash_and_cosmetic_ones_keep_it(setup_dir):
         "    +        return activation(self.linear(x)) * 2",
     ]
     assert edited["hashes"]["my_model:Model"] != first["hashes"]["my_model:Model"]
-    assert edited["hashes"]["my_model:train_step"] != first["hashes"]["my_model:train_step"]  # the same module
+    assert edited["hashes"]["my_model:train_step"] == first["hashes"]["my_model:train_step"]  # it never reaches Model
+
+
+STEPS = textwrap.dedent("""
+    import torch
+
+
+    def helper(x):
+        return x * 2.0
+
+
+    def search_helper(x):
+        return x.argmax(-1)
+
+
+    class Model(torch.nn.Module):
+        def __init__(self, dim: int):
+            super().__init__()
+            self.linear = torch.nn.Linear(dim, dim)
+
+        def forward(self, x):
+            return helper(self.linear(x))
+
+
+    def search_step(*, model, extern_data, **_kwargs):
+        return search_helper(model(extern_data["data"].raw_tensor))
+    """)
+
+
+def test_only_what_the_model_reaches_counts(setup_dir):
+    """An edit of ``search_step`` keeps the hash of a model in the same file that never reaches it; an edit of a
+    helper the model calls moves it."""
+    (setup_dir / "steps.py").write_text(STEPS)
+    model = ("steps:Model", {"dim": 8})
+    first = start(setup_dir, model)
+    assert first["fingerprints"]["steps:Model"]["modules"]["steps"]["counted"] == ["Model", "helper"]
+    _edit(setup_dir / "steps.py", "x.argmax(-1)", "x.argmax(1)")
+    _edit(setup_dir / "steps.py", "return search_helper(", "return 2 * search_helper(")
+    unreached = start(setup_dir, model)
+    assert unreached["hashes"] == first["hashes"]
+    assert unreached["fingerprints"]["steps:Model"]["digest"] == first["fingerprints"]["steps:Model"]["digest"]
+    _edit(setup_dir / "steps.py", "x * 2.0", "x * 3.0")
+    reached = start(setup_dir, model)
+    assert reached["hashes"] != first["hashes"]
+    from i6_rc_jobs._code_hash.fingerprint import CodeFingerprint
+
+    old, new = (CodeFingerprint.from_json(r["fingerprints"]["steps:Model"]) for r in (first, reached))
+    assert list(old.changes(new)) == [f"module steps ({setup_dir / 'steps.py'}): helper changed"]
 
 
 def test_an_imported_helper_module_moves_the_hash(setup_dir):
@@ -165,7 +213,9 @@ def _git(directory: Path, *args: str) -> None:
     subprocess.run(["git", "-C", str(directory), *args], check=True, capture_output=True, env=env)
 
 
-def test_a_pinned_library_counts_by_its_commit_not_its_files(setup_dir, tmp_path_factory):
+def test_a_pinned_library_counts_by_its_commit_and_by_its_files_where_they_are_not_the_commits(
+    setup_dir, tmp_path_factory
+):
     checkout = tmp_path_factory.mktemp("checkout")
     (checkout / "mylib").mkdir()
     (checkout / "mylib" / "__init__.py").write_text("def scale():\n    return 2.0\n")
@@ -182,10 +232,14 @@ def test_a_pinned_library_counts_by_its_commit_not_its_files(setup_dir, tmp_path
     assert first["fingerprints"]["my_model:Model"]["libraries"]["mylib"] == f"git {head.strip()}"
     assert "mylib" not in first["fingerprints"]["my_model:Model"]["modules"]
 
-    (checkout / "mylib" / "__init__.py").write_text("def scale():\n    return 3.0\n")  # not committed: not seen
-    assert start(setup_dir, model)["hashes"] == first["hashes"]
+    (checkout / "mylib" / "__init__.py").write_text("def scale():\n    return 3.0\n")  # not committed
+    edited = start(setup_dir, model)
+    assert edited["hashes"] != first["hashes"]
+    assert edited["fingerprints"]["my_model:Model"]["libraries"]["mylib"].startswith("files ")  # not the commit's
     _git(checkout, "commit", "-qam", "second")
-    assert start(setup_dir, model)["hashes"] != first["hashes"]
+    second = start(setup_dir, model)
+    assert second["hashes"] not in (first["hashes"], edited["hashes"])
+    assert second["fingerprints"]["my_model:Model"]["libraries"]["mylib"].startswith("git ")
 
 
 def test_returnn_is_identified_by_its_pinned_commit(setup_dir):
@@ -289,6 +343,7 @@ def test_watch_code_says_which_jobs_code_changed_since_they_were_made(setup_dir)
     assert done.returncode == 1, done.stderr
     assert "code of by_content(my_model.Model, dim=8): module act_helper" in done.stdout
     assert "activation changed" in done.stdout
+    assert "    -    return torch.relu(x)\n    +    return torch.tanh(x)" in done.stdout  # read from the snapshots
 
 
 def test_the_servers_kept_fingerprints_are_no_dependency_of_its_builds(setup_dir, tmp_path_factory):
@@ -307,7 +362,9 @@ def test_the_servers_kept_fingerprints_are_no_dependency_of_its_builds(setup_dir
     kept.chmod(0o600)
     start(setup_dir, ("my_model:Model", {"dim": 8}), HOME=str(home))
     [entry] = (setup_dir / "cache" / "entries").glob("*/*/entry.json")
-    files = json.loads(entry.read_text())["files"]
+    deps = Store(setup_dir / "cache").deps(json.loads(entry.read_text())["deps"])
+    assert deps is not None
+    files = deps["files"]
     assert str(planted) not in files
     assert {path for path in files if path.startswith(str(setup_dir))} == {
         str(setup_dir / name) for name in ("act_helper.py", "my_model.py")

@@ -8,8 +8,10 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
+import sysconfig
 import textwrap
 from pathlib import Path
 
@@ -86,35 +88,38 @@ def setup_dir(tmp_path: Path) -> Path:
     return tmp_path
 
 
-def _env(directory: Path) -> dict[str, str]:
+def _env(directory: Path, more: dict[str, str] | None) -> dict[str, str]:
     return {
         **os.environ,
+        **(more or {}),
         "PYTHONPATH": os.pathsep.join([str(directory), str(REPO)]),
         "I6_RC_BUILD_CACHE": str(directory / "cache"),
         "CUDA_VISIBLE_DEVICES": "",
     }
 
 
-def _run(directory: Path, *argv: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, *argv], cwd=directory, env=_env(directory), capture_output=True, text=True)
+def _run(directory: Path, *argv: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [sys.executable, *argv], cwd=directory, env=_env(directory, env), capture_output=True, text=True
+    )
 
 
-def manager(directory: Path, *argv: str) -> dict:
-    done = _run(directory, "manager.py", *argv)
+def manager(directory: Path, *argv: str, env: dict[str, str] | None = None) -> dict:
+    done = _run(directory, "manager.py", *argv, env=env)
     assert done.returncode == 0, done.stderr[-3000:]
     result = json.loads(done.stdout.strip().splitlines()[-1])
     assert result["torch"] is False
     return {**result, "log": done.stderr}
 
 
-def job(directory: Path, config: str = "config.py") -> dict:
-    done = _run(directory, "job.py", config)
+def job(directory: Path, config: str = "config.py", env: dict[str, str] | None = None) -> dict:
+    done = _run(directory, "job.py", config, env=env)
     assert done.returncode == 0, done.stderr[-3000:]
     return json.loads(done.stdout.strip().splitlines()[-1])
 
 
-def job_refused(directory: Path, config: str = "config.py") -> str:
-    done = _run(directory, "job.py", config)
+def job_refused(directory: Path, config: str = "config.py", env: dict[str, str] | None = None) -> str:
+    done = _run(directory, "job.py", config, env=env)
     assert done.returncode != 0, done.stdout
     return done.stderr.strip().splitlines()[-1]
 
@@ -294,3 +299,227 @@ def test_a_model_whose_build_fails_fails_its_own_jobs_only(setup_dir):
     _edit(setup_dir / "broken_model.py", "raise ValueError", "self.linear = torch.nn.Linear(dim, dim)  #")
     fixed = manager(setup_dir)
     assert fixed["hashes"][0] == first["hashes"][0] and fixed["hashes"][1] != first["hashes"][1]
+
+
+#: A model that scales its input by an environment variable, read when its module is imported.
+ENV_MODEL = MODEL.replace(
+    "from act_helper import activation\n",
+    "import os\n\nfrom act_helper import activation\n\nSCALE = float(os.getenv('MODEL_SCALE', '1'))\n",
+).replace("return activation(self.linear(x))", "return activation(self.linear(x)) * SCALE")
+
+
+def test_an_environment_variable_the_models_code_reads_counts_and_is_checked_where_the_job_runs(setup_dir):
+    (setup_dir / "env_model.py").write_text(ENV_MODEL)
+    (setup_dir / "manager.py").write_text(MANAGER.replace('"my_model:Model"', '"env_model:Model"'))
+    first = manager(setup_dir)["hash"]
+    # what the model's code read, and nothing that only the libraries and tools read (PYTHONPATH, their settings)
+    assert "    {\n        'MODEL_SCALE': None,\n    },\n" in (setup_dir / "config.py").read_text()
+    assert job(setup_dir)["loss"] == 0.0
+    assert job_refused(setup_dir, env={"MODEL_SCALE": "-2"}) == (
+        "ImportError: environment variable MODEL_SCALE: not set where the model code was hashed, which reads it"
+    )
+    now = manager(setup_dir, "now.py", env={"MODEL_SCALE": "-2"})["hash"]
+    assert now != first
+    assert job(setup_dir, "now.py", env={"MODEL_SCALE": "-2"})["loss"] == 0.0
+    assert job_refused(setup_dir, "now.py", env={"MODEL_SCALE": "3"}) == (
+        "ImportError: environment variable MODEL_SCALE: set otherwise where the model code was hashed, which reads it"
+    )
+
+
+#: Models that ask which machine they run on: one catches the refusal, one asks for the GPU when it is built.
+ASKING_MODELS = textwrap.dedent("""
+    import socket
+
+    import torch
+
+    try:
+        HOST = socket.gethostname()
+    except Exception:
+        HOST = "anywhere"
+
+
+    class Model(torch.nn.Module):
+        def __init__(self, dim):
+            super().__init__()
+            self.linear = torch.nn.Linear(dim, dim)
+    """)
+GPU_MODEL = textwrap.dedent("""
+    import torch
+
+
+    class Model(torch.nn.Module):
+        def __init__(self, dim):
+            super().__init__()
+            self.linear = torch.nn.Linear(dim, dim, bias=not torch.cuda.is_available())
+    """)
+
+
+def test_a_model_that_asks_which_machine_it_runs_on_fails_its_own_jobs_where_it_asks(setup_dir):
+    (setup_dir / "asking_model.py").write_text(ASKING_MODELS)
+    (setup_dir / "gpu_model.py").write_text(GPU_MODEL)
+    for model, line in (
+        (
+            "asking_model",
+            f"RuntimeError: {setup_dir / 'asking_model.py'}:7 asks socket.gethostname() while the model "
+            "code is recorded; choose in the config",
+        ),
+        (
+            "gpu_model",
+            "RuntimeError: torch.cuda.is_available() asked while the model code is recorded: where the job "
+            "runs the answer differs, so the hash would not name what runs; choose in the config and pass it as an "
+            f"argument ({setup_dir / 'gpu_model.py'}:8)",
+        ),
+    ):
+        (setup_dir / "manager.py").write_text(FAILING_MANAGER.replace("broken_model", model))
+        result = manager(setup_dir)
+        assert result["said"] == f"BuildError: by_content({model}.Model, dim=4): its build failed: {line}"
+        assert result["good"]  # the other model's config is written
+
+
+#: A C extension of the setup, as setups build their own fused operations.
+EXTENSION = textwrap.dedent("""
+    #include <Python.h>
+
+    static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "fastscale", NULL, -1, NULL};
+
+    PyMODINIT_FUNC PyInit_fastscale(void) {
+        PyObject *made = PyModule_Create(&module);
+        PyModule_AddIntConstant(made, "SCALE", SCALE);
+        return made;
+    }
+    """)
+
+
+def _compile_extension(directory: Path, scale: int) -> Path:
+    source = directory / "fastscale.c"
+    source.write_text(EXTENSION)
+    built = directory / f"fastscale{sysconfig.get_config_var('EXT_SUFFIX')}"
+    include = sysconfig.get_paths()["include"]
+    subprocess.run(
+        ["gcc", "-shared", "-fPIC", f"-DSCALE={scale}", f"-I{include}", str(source), "-o", str(built)], check=True
+    )
+    return built
+
+
+def test_the_setups_own_c_extension_counts_by_its_bytes_and_is_checked_where_the_job_runs(setup_dir):
+    built = _compile_extension(setup_dir, 2)
+    _edit(setup_dir / "act_helper.py", "import torch\n", "import torch\n\nimport fastscale\n")
+    first = manager(setup_dir)["hash"]
+    assert f"{str(built)!r}: " in (setup_dir / "config.py").read_text()
+    _compile_extension(setup_dir, 3)  # rebuilt
+    assert job_refused(setup_dir) == (
+        f"ImportError: {built}: read by the model code when it was hashed, changed since it was hashed (its SHA-256 "
+        "differs)"
+    )
+    assert manager(setup_dir, "now.py")["hash"] != first
+
+
+#: A model of i6_models' parts: a feed-forward block of the Conformer.
+I6_MODELS_MODEL = textwrap.dedent("""
+    import torch
+    from i6_models.parts.conformer.feedforward import ConformerPositionwiseFeedForwardV1, ConformerPositionwiseFeedForwardV1Config
+
+
+    class Model(torch.nn.Module):
+        def __init__(self, dim):
+            super().__init__()
+            config = ConformerPositionwiseFeedForwardV1Config(dim, 2 * dim, 0.0, torch.nn.functional.silu)
+            self.ff = ConformerPositionwiseFeedForwardV1(config)
+    """)
+
+
+def test_a_copy_of_a_library_without_its_commit_counts_by_its_files_and_is_checked_where_the_job_runs(setup_dir):
+    """A copy of i6_models without ``.git`` still says "version 1.0.0", whatever its files say."""
+    shutil.copytree(REPO / ".deps" / "src" / "i6_models" / "i6_models", setup_dir / "i6_models")
+    (setup_dir / "i6m_model.py").write_text(I6_MODELS_MODEL)
+    (setup_dir / "manager.py").write_text(MANAGER.replace('"my_model:Model"', '"i6m_model:Model"'))
+    first = manager(setup_dir)["hash"]
+    config = (setup_dir / "config.py").read_text()
+    assert "'parts/conformer/feedforward.py': '" in config
+    feedforward = setup_dir / "i6_models" / "parts" / "conformer" / "feedforward.py"
+    _edit(feedforward, "import torch\n", "import torch\n\nACTIVATION_SCALE = 2\n")
+    assert job_refused(setup_dir) == (
+        f"ImportError: {feedforward}: a file of i6_models the model code loaded when it was hashed, changed since it "
+        "was hashed (its SHA-256 differs)"
+    )
+    assert manager(setup_dir, "now.py")["hash"] != first
+
+
+#: A RETURNN-frontend model whose get_model reads the job's config, as RETURNN-frontend setups do: its size, and the
+#: module of its scale, imported by a computed name.
+CONFIG_MODEL = textwrap.dedent("""
+    import importlib
+
+    import returnn.frontend as rf
+    from returnn.config import get_global_config
+    from returnn.tensor import Dim
+
+
+    def get_model(*, epoch, step, **_kwargs):
+        config = get_global_config()
+        dim = Dim(config.int("model_size", 4), name="feature")
+        model = rf.Linear(dim, dim)
+        model.scale = importlib.import_module(config.typed_value("scale_module", "scale_one")).SCALE
+        if config.bool("with_extern_dims", False):
+            config.typed_value("extern_data")
+        return model
+    """)
+#: A manager start of a config of that model: writes it to the file argv names, prints its hash.
+CONFIG_MANAGER = textwrap.dedent("""
+    import json
+    import sys
+
+    from returnn.tensor import Dim
+    from i6_rc_jobs import ReturnnConfigSerializer, by_content
+
+    options = json.loads(sys.argv[2])
+    time_dim = Dim(None, name="time")
+    values = {
+        "backend": "torch",
+        "extern_data": {"data": {"dim_tags": [time_dim]}},
+        "get_model": by_content("config_model:get_model", epoch=1, step=0),  # (RETURNN passes its own)
+        **options,
+    }
+    serializer = ReturnnConfigSerializer(values)
+    with open(sys.argv[1], "w") as f:
+        f.write(serializer.get())
+    print(json.dumps({"hash": serializer._sis_hash().decode(), "torch": "torch" in sys.modules}))
+    """)
+#: A job: RETURNN loads the config as its global config and gets the model; prints the model's size and scale.
+CONFIG_JOB = textwrap.dedent("""
+    import json
+    import sys
+
+    import returnn.frontend as rf
+    from returnn.config import Config, global_config_ctx
+
+    config = Config()
+    config.load_file(sys.argv[1])
+    rf.select_backend_torch()
+    with global_config_ctx(config):
+        model = config.typed_value("get_model")(epoch=1, step=0)
+    print(json.dumps({"dim": model.in_dim.dimension, "scale": model.scale}))
+    """)
+
+
+def test_a_model_that_reads_the_jobs_config_while_it_is_built_is_built_with_it(setup_dir):
+    (setup_dir / "config_model.py").write_text(CONFIG_MODEL)
+    (setup_dir / "scale_one.py").write_text("SCALE = 1\n")
+    (setup_dir / "scale_two.py").write_text("SCALE = 2\n")
+    (setup_dir / "manager.py").write_text(CONFIG_MANAGER)
+    (setup_dir / "job.py").write_text(CONFIG_JOB)
+    options = {"model_size": 8, "scale_module": "scale_two", "learning_rate": 0.1}
+    first = manager(setup_dir, "config.py", json.dumps(options))["hash"]
+    assert "'scale_two': (" in (setup_dir / "config.py").read_text()  # what construction imported with the options
+    assert job(setup_dir) == {"dim": 8, "scale": 2}
+    _edit(setup_dir / "scale_two.py", "2", "3")  # the job still runs what was hashed
+    assert job(setup_dir) == {"dim": 8, "scale": 2}
+    assert manager(setup_dir, "now.py", json.dumps(options))["hash"] != first
+    assert job(setup_dir, "now.py") == {"dim": 8, "scale": 3}
+    done = _run(setup_dir, "manager.py", "dims.py", json.dumps({**options, "with_extern_dims": True}))
+    assert done.returncode != 0
+    assert done.stderr.strip().splitlines()[-1] == (
+        "i6_rc_jobs._builds.errors.BuildError: by_content(config_model.get_model, epoch=1, step=0): its build failed: RuntimeError: "
+        "the model's construction reads the config's option 'extern_data', whose value is no plain value (a dim, a "
+        f"function): read it where the model runs, or pass what construction needs as an argument ({setup_dir / 'config_model.py'}:15)"
+    )

@@ -18,6 +18,7 @@ import importlib.machinery
 import os
 import re
 import sys
+from collections.abc import Mapping
 from typing import Any, Iterable, Optional
 
 from i6_rc_jobs._util.loaded_modules import module_files_since, module_value
@@ -36,6 +37,7 @@ VOLATILE = ("/proc/", "/sys/", "/dev/")
 _opened: dict[str, None] = {}
 _written: set[str] = set()
 _env_read: dict[str, Optional[str]] = {}
+_env_readers: dict[str, dict[tuple[str, int], None]] = {}  # name -> where code outside the stdlib read it
 _looked_at: dict[str, None] = {}  # stat'd paths
 _listed: dict[str, None] = {}
 _read_write: dict[str, Optional[str]] = {}  # opened for reading and writing: the content's digest before
@@ -99,18 +101,32 @@ def _recording_find_spec(find_spec: Any) -> Any:
     return classmethod(recorded)
 
 
+#: The standard library's files that read the environment for their callers (``os.getenv``, ``Mapping.get``).
+_ENV_ACCESS = {os.getenv.__code__.co_filename, Mapping.get.__code__.co_filename, __file__}  # ("<frozen os>")
+
+
+def _reader() -> tuple[str, int]:
+    """Where the code that read a variable is: the first frame outside ``os`` and ``collections.abc``."""
+    frame = sys._getframe(2)
+    while frame.f_back is not None and frame.f_code.co_filename in _ENV_ACCESS:
+        frame = frame.f_back
+    return frame.f_code.co_filename, frame.f_lineno
+
+
 class _RecordingEnviron(type(os.environ)):  # type: ignore[misc]
-    """``os.environ`` that notes the variables read by name (``os.getenv``, ``os.environ.get``, ``in``). Listing it
-    (iterating, ``items()``, ``copy()``: e.g. to start a subprocess, or Sisyphus reading its ``SIS_*`` settings) is
-    no read of every variable."""
+    """``os.environ`` that notes the variables read by name (``os.getenv``, ``os.environ.get``, ``in``), and where
+    the code that read each is. Listing it (iterating, ``items()``, ``copy()``: e.g. to start a subprocess, or
+    Sisyphus reading its ``SIS_*`` settings) is no read of every variable."""
 
     def __getitem__(self, key: str) -> str:
+        name = os.fsdecode(key)
+        _env_readers.setdefault(name, {}).setdefault(_reader())
         try:
             value = super().__getitem__(key)
         except KeyError:
-            _env_read.setdefault(os.fsdecode(key), None)
+            _env_read.setdefault(name, None)
             raise
-        _env_read.setdefault(os.fsdecode(key), os.fsdecode(value))  # os.environb's are bytes
+        _env_read.setdefault(name, os.fsdecode(value))  # os.environb's are bytes
         return value
 
     def __contains__(self, key: object) -> bool:
@@ -251,3 +267,9 @@ def value_digest(value: Optional[str]) -> Optional[str]:
 def environment() -> dict[str, Optional[str]]:
     """The variables read so far by name and the digests of the values read (see :func:`value_digest`)."""
     return {name: value_digest(value) for name, value in _env_read.items()}
+
+
+def environment_readers() -> dict[str, list[tuple[str, int]]]:
+    """Each variable read so far by name, with the files and lines of the code that read it (outside the standard
+    library's accessors): which of the reads are a model's own."""
+    return {name: list(readers) for name, readers in _env_readers.items()}

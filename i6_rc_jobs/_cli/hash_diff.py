@@ -150,10 +150,12 @@ def main(argv: list[str]) -> int:
 
 
 def code_lines(a: str, b: str) -> list[str]:
-    """The changes of the code fingerprints kept beside two job directories (``watch_code``), if both have them."""
-    from i6_rc_jobs._code_hash.watch import RECORD, changed_lines, load_record
+    """The changes of the code fingerprints kept beside two job directories (``watch_code``), if both have them, with
+    the diff of the code's snapshots."""
+    from i6_rc_jobs._code_hash.watch import RECORD, changed_lines, load_record, record_diff
 
     records = [os.path.join(path, RECORD) for path in (a, b)]
     if not all(os.path.isfile(record) for record in records):
         return []
-    return [f"code of {line}" for line in changed_lines(load_record(records[0]), load_record(records[1]))]
+    lines = [f"code of {line}" for line in changed_lines(load_record(records[0]), load_record(records[1]))]
+    return lines + [f"    {line}" for line in record_diff(*records)] if lines else []

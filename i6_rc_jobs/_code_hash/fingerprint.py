@@ -7,7 +7,7 @@ from __future__ import annotations
 import hashlib
 import json
 from dataclasses import dataclass, field
-from typing import Any, Iterator
+from typing import Any, Iterator, Optional
 
 from i6_rc_jobs._code_hash.normalize import DUMP_FORMAT
 
@@ -17,6 +17,8 @@ from i6_rc_jobs._code_hash.normalize import DUMP_FORMAT
 DEFAULT_LIBRARIES = ("returnn", "i6_models", "returnn_common", "torch", "numpy")
 #: The tools a build runs in, which the model's computation does not depend on: neither hashed nor identified.
 TOOLS = ("sisyphus", "i6_core", "i6_rc_jobs")
+#: What a config option that construction looked up and the job's config does not set reads as.
+NOT_SET = "not set"
 
 
 @dataclass(frozen=True)
@@ -25,7 +27,12 @@ class CodeFingerprint:
     code, the digests of its definitions, the SHA-256 of its source as read (its snapshot, :mod:`.snapshots`) and
     whether it is a package; ``libraries`` maps each pinned library loaded to its identity; ``absent`` are the modules
     the setup's code imports that did not import where the code was recorded (the job sees them absent too); ``files``
-    the other files it read (path -> SHA-256; the job checks them)."""
+    the other files it read and the setup's modules that have no source (path -> SHA-256; the job checks them);
+    ``env`` the environment variables the setup's code read (name -> SHA-256 of the value, None: not set; the job
+    checks them); ``library_files`` the files each library not identified by a released version loaded (its package
+    directory's relative path -> SHA-256; the job checks them, its identity in the digest stands for them);
+    ``config_read`` the options of the RETURNN config that construction looked up (name -> the value's code, or
+    :data:`NOT_SET`)."""
 
     reference: str
     constructed: bool
@@ -34,6 +41,9 @@ class CodeFingerprint:
     dump_format: str = DUMP_FORMAT
     absent: tuple[str, ...] = ()
     files: dict[str, str] = field(default_factory=dict)
+    env: dict[str, Optional[str]] = field(default_factory=dict)
+    library_files: dict[str, dict[str, str]] = field(default_factory=dict)
+    config_read: dict[str, str] = field(default_factory=dict)
     digest: str = field(init=False, compare=False)
 
     def __post_init__(self) -> None:
@@ -48,8 +58,16 @@ class CodeFingerprint:
             what["absent"] = sorted(self.absent)
         if self.files:
             what["files"] = self.files
+        if self.env:
+            what["env"] = self.env
+        if self.config_read:
+            what["config_read"] = self.config_read
         data = json.dumps(what, sort_keys=True).encode()
         object.__setattr__(self, "digest", hashlib.sha256(data).hexdigest())
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        """The fields added since a fingerprint was pickled with its job take their defaults (its digest is kept)."""
+        self.__dict__.update({"files": {}, "env": {}, "library_files": {}, "config_read": {}, **state})
 
     def _sis_hash(self) -> bytes:
         return self.digest.encode()
@@ -63,20 +81,25 @@ class CodeFingerprint:
             "dump_format": self.dump_format,
             "absent": list(self.absent),
             "files": self.files,
+            "env": self.env,
+            "library_files": self.library_files,
+            "config_read": self.config_read,
             "digest": self.digest,
         }
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> "CodeFingerprint":
-        absent, files = tuple(data.get("absent", ())), data.get("files", {})  # (older records have neither)
-        return cls(
+        return cls(  # (older records have none of the keys after dump_format)
             data["reference"],
             data["constructed"],
             data["modules"],
             data["libraries"],
             data["dump_format"],
-            absent,
-            files,
+            tuple(data.get("absent", ())),
+            data.get("files", {}),
+            data.get("env", {}),
+            data.get("library_files", {}),
+            data.get("config_read", {}),
         )
 
     def changes(self, now: "CodeFingerprint") -> Iterator[str]:
@@ -95,14 +118,20 @@ class CodeFingerprint:
             elif after is None and before is not None:
                 yield f"module {name}: no longer loaded ({before['file']})"
             elif before is not None and after is not None and before["digest"] != after["digest"]:
-                defs = _changed_defs(before["defs"], after["defs"])
-                yield f"module {name} ({after['file']}): {', '.join(defs) or 'its code'} changed"
+                yield f"module {name} ({after['file']}): {_module_change(before, after)}"
         for path in sorted(set(self.files) | set(now.files)):
             if self.files.get(path) != now.files.get(path):
                 how = (
                     "newly read" if path not in self.files else "no longer read" if path not in now.files else "changed"
                 )
                 yield f"file {path}: {how}"
+        for name in sorted(set(self.env) | set(now.env)):
+            if self.env.get(name, "") != now.env.get(name, ""):
+                yield f"environment variable {name}: {_env_change(self.env.get(name, ''), now.env.get(name, ''))}"
+        for name in sorted(set(self.config_read) | set(now.config_read)):
+            if self.config_read.get(name) != now.config_read.get(name):
+                was, is_now = (side.config_read.get(name, "not read") for side in (self, now))
+                yield f"config option {name!r} read in construction: {was} -> {is_now}"
         for name in sorted(set(self.absent) ^ set(now.absent)):
             yield f"module {name}: {'now imports' if name in self.absent else 'no longer imports'}"
         for name in sorted(set(self.libraries) | set(now.libraries)):
@@ -117,6 +146,28 @@ class RecordedCode:
 
     fingerprint: CodeFingerprint
     sources: dict[str, bytes]
+
+
+def _env_change(before: Optional[str], after: Optional[str]) -> str:
+    """How a variable's reading changed ("": not read; None: read, not set; else the digest of its value)."""
+    if before == "":
+        return "newly read"
+    if after == "":
+        return "no longer read"
+    return "now set" if before is None else "no longer set" if after is None else "its value changed"
+
+
+def _module_change(before: dict[str, Any], after: dict[str, Any]) -> str:
+    """What changed in a module: its definitions that changed, and those that now count or no longer count (the
+    functions and classes the reference reaches, where both records name them)."""
+    narrowed = before.get("counted") is not None and after.get("counted") is not None
+    came = sorted(set(after["counted"]) - set(before["counted"])) if narrowed else []
+    went = sorted(set(before["counted"]) - set(after["counted"])) if narrowed else []
+    defs = [name for name in _changed_defs(before["defs"], after["defs"]) if name.partition(".")[0] not in came + went]
+    said = [f"{', '.join(defs) or 'its code'} changed"] if defs or not (came or went) else []
+    said += [f"now counted: {', '.join(came)}"] if came else []
+    said += [f"no longer counted: {', '.join(went)}"] if went else []
+    return "; ".join(said)
 
 
 def _changed_defs(before: dict[str, str], after: dict[str, str]) -> list[str]:

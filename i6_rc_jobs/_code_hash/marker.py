@@ -16,6 +16,8 @@ from i6_rc_jobs._builds.errors import BuildError
 from i6_rc_jobs._code_hash import snapshots
 from i6_rc_jobs._code_hash.fingerprint import DEFAULT_LIBRARIES, CodeFingerprint, RecordedCode
 from i6_rc_jobs._code_hash.record import PRELOAD, recorded_code, resolve
+from i6_rc_jobs._serialization.job_config import JOB_CONFIG, options_text
+from i6_rc_jobs._serialization.pinned_code import CodePins
 
 #: The markers made and not yet resolved: the first that is resolved resolves them all, in one ``build_many`` (the
 #: files every build shares are checked once).
@@ -23,6 +25,8 @@ _pending: "weakref.WeakSet[ByContent]" = weakref.WeakSet()
 #: A frame of a traceback, and the files of frames that are not the setup's own.
 _FRAME = re.compile(r'^\s*File "(?P<file>[^"]+)", line (?P<line>\d+)')
 _NOT_OWN = re.compile(r"[/\\](site-packages|lib/python3\.\d+|i6_rc_jobs|returnn|torch)[/\\]|^<frozen ")
+#: How often a marker is built again with the job's config while its construction looks up other options each time.
+CONFIG_ROUNDS = 4
 #: What a code build returns, as its build server imports it.
 RESULTS = (f"{RecordedCode.__module__}:{RecordedCode.__qualname__}",)
 
@@ -79,12 +83,47 @@ class ByContent:
 
     def fingerprint(self) -> CodeFingerprint:
         """The code it runs, recorded by a build (cached: warm, a lookup that proves the files unchanged); a failed
-        build raises its line (:attr:`failure`)."""
+        build raises its line (:attr:`failure`). Where construction read the RETURNN config and the job's config is
+        known (while a config that holds the marker is hashed or written), the code as built with that config."""
         self._resolve()
         if self.failure is not None:
             raise BuildError(self.failure)
         assert self._fingerprint is not None
-        return self._fingerprint
+        job = JOB_CONFIG.get()
+        if not self._fingerprint.config_read or job is None:
+            return self._fingerprint
+        return self._in_config(*job)
+
+    def _in_config(self, options: dict[str, Any], unavailable: frozenset[str]) -> CodeFingerprint:
+        """The fingerprint of the code built with the job's options that construction looks up, built again while
+        it looks up others (an option may lead to more); kept per options given, as the marker's own is."""
+        assert self._fingerprint is not None
+        configured: dict[str, Union[CodeFingerprint, str]] = self.__dict__.setdefault("_configured", {})
+        read = set(self._fingerprint.config_read)
+        for _ in range(CONFIG_ROUNDS):
+            given = options_text({key: options[key] for key in read if key in options}, unavailable & read)
+            if given not in configured:
+                (recorded,) = code_builds().build_many([(recorded_code, (*self._call(), given), {})], failures=True)
+                configured[given] = self._kept(recorded)
+            found = configured[given]
+            if isinstance(found, str):
+                raise BuildError(found)
+            if set(found.config_read) <= read:
+                return found
+            read |= set(found.config_read)
+        raise BuildError(f"{self!r}: its construction reads other config options at each of {CONFIG_ROUNDS} builds")
+
+    def _kept(self, recorded: Union[RecordedCode, BuildError]) -> Union[CodeFingerprint, str]:
+        """The fingerprint of a build, its snapshots stored; or the line of its failure, logged."""
+        if isinstance(recorded, BuildError):
+            failure = f"{self!r}: its build failed: {failure_line(str(recorded))}"
+            logging.error(f"{failure} (its jobs fail with this line; the other jobs go on)")
+            return failure
+        root = snapshots.snapshot_root()
+        for name, module in recorded.fingerprint.modules.items():
+            snapshots.store(root, name, module["package"], recorded.sources[name])
+        self.snapshots = str(root)
+        return recorded.fingerprint
 
     def _resolve(self) -> None:
         """Builds the fingerprints of this marker and of every other not yet resolved, in one batch; a marker whose
@@ -93,22 +132,21 @@ class ByContent:
             return
         markers = [self, *(marker for marker in list(_pending) if marker is not self)]
         found = code_builds().build_many(((recorded_code, marker._call(), {}) for marker in markers), failures=True)
-        root = snapshots.snapshot_root()
         for marker, recorded in zip(markers, found):
             _pending.discard(marker)
-            if isinstance(recorded, BuildError):
-                marker.failure = f"{marker!r}: its build failed: {failure_line(str(recorded))}"
-                logging.error(f"{marker.failure} (its jobs fail with this line; the other jobs go on)")
-                continue
-            for name, module in recorded.fingerprint.modules.items():
-                snapshots.store(root, name, module["package"], recorded.sources[name])
-            marker._fingerprint, marker.snapshots = recorded.fingerprint, str(root)
+            kept = marker._kept(recorded)
+            if isinstance(kept, str):
+                marker.failure = kept
+            else:
+                marker._fingerprint = kept
 
     def _sis_hash(self) -> bytes:
         from sisyphus.hash import sis_hash_helper  # (0.2 s of imports: only where a marker is hashed)
 
-        self._resolve()
-        code = self.fingerprint().digest if self.failure is None else f"failed: {self.failure}"
+        try:
+            code = self.fingerprint().digest
+        except BuildError as e:
+            code = f"failed: {e}"
         return sis_hash_helper(("by_content", (f"{self.module}.{self.qualname}", self.args, self.kwargs, code)))
 
     def config_reference(self) -> Any:
@@ -120,10 +158,10 @@ class ByContent:
         named = NamedRef(self.module, self.qualname)
         return PartialRef(named, self.args, self.kwargs) if self.args or self.kwargs else named
 
-    def pins(self) -> Optional[tuple[dict[str, tuple[str, str, bool, str]], tuple[str, ...], dict[str, str]]]:
-        """What the written config imports from snapshots: each module's snapshot file, SHA-256, whether it is a
-        package and its file in the setup, the modules that must stay absent, and the other files the code read (path -> SHA-256, which the
-        config checks); None for a live marker."""
+    def pins(self) -> Optional[CodePins]:
+        """What the written config imports from snapshots and checks where the job runs (:class:`CodePins`: each
+        module's snapshot file, SHA-256, whether it is a package and its file in the setup; the modules that stay
+        absent; the files, environment variables and library files the code read); None for a live marker."""
         if self.live:
             return None
         fingerprint = self.fingerprint()
@@ -134,7 +172,7 @@ class ByContent:
         for name, module in fingerprint.modules.items():
             sha256, package = module["sha256"], module["package"]
             modules[name] = (str(snapshots.file_of(root, name, sha256, package)), sha256, package, module["file"])
-        return modules, fingerprint.absent, fingerprint.files
+        return CodePins(modules, set(fingerprint.absent), fingerprint.files, fingerprint.env, fingerprint.library_files)
 
     def reference(self) -> Any:
         """The plain reference, as a config holds it: the object (imported), or a ``functools.partial`` of it."""
@@ -144,22 +182,30 @@ class ByContent:
 
 def failure_line(message: str) -> str:
     """The error a failed build ended in, with the last frame of the traceback in code that is neither Python's nor
-    a library's (``ValueError: no such size (recipe/my_model.py:42)``); the message as it is if it has no traceback."""
+    a library's (``ValueError: no such size (recipe/my_model.py:42)``), if there is one; the message as it is if it
+    has no traceback."""
     lines = message.splitlines()
     frames = [match for line in lines if (match := _FRAME.match(line))]
     if not frames:
         return " ".join(lines[:1])
     error = next(line for line in reversed(lines) if line.strip() and not line.startswith(" "))
-    own = [frame for frame in frames if not _NOT_OWN.search(frame["file"])] or frames
-    return f"{error} ({own[-1]['file']}:{own[-1]['line']})"
+    own = [frame for frame in frames if not _NOT_OWN.search(frame["file"])]
+    return f"{error} ({own[-1]['file']}:{own[-1]['line']})" if own else error
 
 
 def code_diff(before: ByContent, after: ByContent, most: int = 40) -> list[str]:
-    """The lines that changed in each module whose code changed from ``before`` to ``after`` (a unified diff of their
-    snapshots, at most ``most`` lines a module), or for a module whose snapshot is not kept, why there is none."""
+    """The lines that changed in each module whose code changed from ``before`` to ``after`` (see
+    :func:`snapshot_diff`)."""
     if before.snapshots is None or after.snapshots is None:
         return []
-    old, new = before.fingerprint().modules, after.fingerprint().modules
+    return snapshot_diff((before.snapshots, before.fingerprint()), (after.snapshots, after.fingerprint()), most)
+
+
+def snapshot_diff(before: tuple[str, CodeFingerprint], after: tuple[str, CodeFingerprint], most: int = 40) -> list[str]:
+    """The lines that changed in each module whose code changed from ``before`` to ``after`` (each a snapshot root
+    and a fingerprint): a unified diff of their snapshots, at most ``most`` lines a module, or for a module whose
+    snapshot is not kept, why there is none."""
+    old, new = before[1].modules, after[1].modules
     lines: list[str] = []
     for name in sorted(set(old) & set(new)):
         if old[name]["digest"] == new[name]["digest"]:
@@ -167,7 +213,7 @@ def code_diff(before: ByContent, after: ByContent, most: int = 40) -> list[str]:
         try:
             texts = [
                 snapshots.read(Path(root), name, module["sha256"], module["package"]).decode(errors="replace")
-                for root, module in ((before.snapshots, old[name]), (after.snapshots, new[name]))
+                for root, module in ((before[0], old[name]), (after[0], new[name]))
             ]
         except snapshots.SnapshotError as e:
             lines.append(f"no diff of {name}: {e}")

@@ -14,9 +14,12 @@ import sysconfig
 from typing import Any, Optional
 
 from i6_rc_jobs._builds import record as build_record
+from i6_rc_jobs._code_hash.libraries import identity, loaded_files, package_root
+from i6_rc_jobs._code_hash import config_reads, machine_queries
+from i6_rc_jobs._serialization.job_config import canonical
 from i6_rc_jobs._util.loaded_modules import module_file
-from i6_rc_jobs._code_hash.fingerprint import DEFAULT_LIBRARIES, TOOLS, CodeFingerprint, RecordedCode
-from i6_rc_jobs._code_hash.normalize import code_digest, definition_digests
+from i6_rc_jobs._code_hash.fingerprint import DEFAULT_LIBRARIES, NOT_SET, TOOLS, CodeFingerprint, RecordedCode
+from i6_rc_jobs._code_hash.normalize import setup_code
 
 #: What a code build's server imports before it forks builds: torch and this builder (RETURNN, imported by a model
 #: that needs it, takes a tenth of a second: preloaded, it would be in every model's fingerprint).
@@ -41,38 +44,78 @@ def recorded_code(
     kwargs: dict[str, Any],
     construct: Optional[bool],
     libraries: tuple[str, ...] = DEFAULT_LIBRARIES,
+    config: Optional[str] = None,
 ) -> RecordedCode:
     """The fingerprint of ``module.qualname``, with the sources it was made of: constructed with ``args`` and
     ``kwargs`` on the ``meta`` device if ``construct`` (None: if it is a class or arguments are given), else only
     imported; then every module that the setup's code imports inside a function (or anywhere) is imported too, as
-    running the code would, and what does not import is recorded as absent."""
+    running the code would, and what does not import is recorded as absent. RETURNN's ``get_global_config()``
+    gives the options of the job's ``config`` (:func:`.config_reads.options_text`; none if not given), and the
+    options looked up count."""
     opened_before = set(build_record.opened())
-    target = resolve(module, qualname)
-    if construct is None:
-        construct = isinstance(target, type) or bool(args or kwargs)
-    if construct:
-        _construct(functools.partial(target, *args, **kwargs))
-    absent = _import_what_the_code_imports(libraries)
-    setup, loaded = _split(libraries)
+    options, unavailable = config_reads.given(config)
+    with (
+        machine_queries.refused(functools.partial(_is_setup_file, libraries)) as asked,
+        config_reads.job_config(options, unavailable) as looked_up,
+    ):
+        target = resolve(module, qualname)
+        if construct is None:
+            construct = isinstance(target, type) or bool(args or kwargs)
+        if construct:
+            _construct(functools.partial(target, *args, **kwargs))
+        absent = _import_what_the_code_imports(libraries)
+    if asked:  # (the code caught the refusal)
+        raise RuntimeError(f"{asked[0]} while the model code is recorded; choose in the config")
+    setup, loaded, native = _split(libraries)
     files = _files_read(set(build_record.opened()) - opened_before, set(setup.values()), loaded)
+    files.update({path: _sha256(path) for path in sorted(native)})  # its bytes are its code
     modules, sources = {}, {}
     for name in sorted(setup):
-        path = setup[name]
-        with open(path, "rb") as f:
-            source = f.read()
-        sources[name] = source
+        with open(setup[name], "rb") as f:
+            sources[name] = f.read()
+    packages = {name for name in setup if hasattr(sys.modules[name], "__path__")}
+    code = setup_code(sources, setup, packages, module, qualname)
+    for name in sorted(setup):
         modules[name] = {
-            "file": path,
-            "digest": code_digest(source, path),
-            "defs": definition_digests(source, path),
-            "sha256": hashlib.sha256(source).hexdigest(),
-            "package": hasattr(sys.modules[name], "__path__"),
+            "file": setup[name],
+            "digest": code[name].digest,
+            "defs": code[name].definitions,
+            "counted": code[name].counted,
+            "sha256": hashlib.sha256(sources[name]).hexdigest(),
+            "package": name in packages,
         }
-    identities = {name: identity(sys.modules[name]) for name in sorted(loaded)}
+    library_files = {name: loaded_files(name) for name in sorted(loaded)}
+    identities = {name: identity(name, library_files[name], _installed()) for name in sorted(loaded)}
+    checked = {name: library_files[name] for name in identities if not identities[name].startswith("version ")}
     fingerprint = CodeFingerprint(
-        f"{module}.{qualname}", construct, modules, identities, absent=tuple(absent), files=files
+        f"{module}.{qualname}",
+        construct,
+        modules,
+        identities,
+        absent=tuple(absent),
+        files=files,
+        env=_environment_read(set(setup.values())),
+        library_files=checked,
+        config_read={key: canonical(options[key]) if key in options else NOT_SET for key in looked_up},
     )
     return RecordedCode(fingerprint, sources)
+
+
+def _environment_read(files: set[str]) -> dict[str, Optional[str]]:
+    """The environment variables that code in ``files`` (the setup's) read, with the SHA-256 of the value read
+    (None: not set); what the libraries read is theirs (their identity covers it)."""
+    environment = build_record.environment()
+    return {
+        name: environment[name]
+        for name, readers in sorted(build_record.environment_readers().items())
+        if any(os.path.realpath(file) in files for file, _ in readers if not file.startswith("<"))
+    }
+
+
+def _is_setup_file(libraries: tuple[str, ...], path: str) -> bool:
+    """Whether code in ``path`` is the setup's (not Python's, an installed package's, a library's or a tool's)."""
+    loaded = {name for name in libraries if name in sys.modules}
+    return not path.startswith("<") and not os.path.realpath(path).startswith(_installed() + _roots(loaded))
 
 
 def _files_read(opened: set[str], modules: set[str], libraries: set[str]) -> dict[str, str]:
@@ -85,9 +128,13 @@ def _files_read(opened: set[str], modules: set[str], libraries: set[str]) -> dic
     read = {}
     for path in sorted(opened & set(inputs)):
         if path not in modules and not os.path.realpath(path).startswith(outside):
-            with open(path, "rb") as f:
-                read[path] = hashlib.sha256(f.read()).hexdigest()
+            read[path] = _sha256(path)
     return read
+
+
+def _sha256(path: str) -> str:
+    with open(path, "rb") as f:
+        return hashlib.sha256(f.read()).hexdigest()
 
 
 def _import_what_the_code_imports(libraries: tuple[str, ...]) -> list[str]:
@@ -97,7 +144,7 @@ def _import_what_the_code_imports(libraries: tuple[str, ...]) -> list[str]:
     absent: set[str] = set()
     done: set[str] = set()
     while True:
-        setup, _ = _split(libraries)
+        setup, _, _ = _split(libraries)
         todo = sorted(set(setup) - done)
         if not todo:
             return sorted(absent)
@@ -171,85 +218,30 @@ def _installed() -> tuple[str, ...]:
     return tuple(root + os.sep for root in sorted(roots))
 
 
-def _package_root(module: Any) -> Optional[str]:
-    path = module_file(module)
-    return os.path.dirname(os.path.realpath(path)) + os.sep if path else None
-
-
 def _roots(libraries: set[str]) -> tuple[str, ...]:
     """The directories of the loaded libraries and tools, whose files are not the setup's."""
-    roots = [_package_root(sys.modules[name]) for name in [*libraries, *TOOLS] if name in sys.modules]
+    roots = [package_root(sys.modules[name]) for name in [*libraries, *TOOLS] if name in sys.modules]
     return tuple(sorted(root for root in roots if root))
 
 
-def _split(libraries: tuple[str, ...]) -> tuple[dict[str, str], set[str]]:
-    """The setup's modules loaded (name -> the real path of its source) and the pinned libraries loaded (top-level
-    names). A module whose file lies in a library, a tool or an installed package is not the setup's, whatever its
-    name (RETURNN registers its modules under old names, too)."""
+def _split(libraries: tuple[str, ...]) -> tuple[dict[str, str], set[str], set[str]]:
+    """The setup's modules loaded (name -> the real path of its source), the pinned libraries loaded (top-level
+    names), and the files of the setup's modules that have no source (an extension, bytecode only). A module whose file lies in a library, a tool or an installed package is not the setup's,
+    whatever its name (RETURNN registers its modules under old names, too)."""
     modules = dict(sys.modules)
     loaded = {name for name in libraries if name in modules}
     outside = _installed() + _roots(loaded)
     setup: dict[str, str] = {}
+    native: set[str] = set()
     for name, module in modules.items():
         path = module_file(module)
-        if name.partition(".")[0] in (*libraries, *TOOLS) or not path or not path.endswith(".py"):
-            continue  # a library's or a tool's; built in, frozen, an extension, a namespace package
+        if name.partition(".")[0] in (*libraries, *TOOLS) or not path:
+            continue  # a library's or a tool's; built in, frozen, a namespace package
         path = os.path.realpath(path)
-        if not path.startswith(outside):
+        if path.startswith(outside):
+            continue
+        if path.endswith(".py"):
             setup[name] = path
-    return setup, loaded
-
-
-def identity(module: Any) -> str:
-    """A library's identity: the commit its git checkout is at, else (installed, or no checkout) its version."""
-    root = _package_root(module)
-    if root and not root.startswith(_installed()):
-        commit = _git_commit(os.path.dirname(root.rstrip(os.sep)))
-        if commit:
-            return f"git {commit}"
-    version = getattr(module, "__version__", None)
-    if isinstance(version, str):
-        return f"version {version}"
-    from importlib import metadata
-
-    try:
-        return f"version {metadata.version(module.__name__)}"
-    except metadata.PackageNotFoundError:
-        return "unknown"
-
-
-def _git_commit(directory: str) -> Optional[str]:
-    """The commit HEAD names in the git checkout whose top is ``directory`` (a worktree's too), or None."""
-    dot_git = os.path.join(directory, ".git")
-    if os.path.isdir(dot_git):
-        return _head(dot_git, dot_git)
-    if not os.path.isfile(dot_git):
-        return None
-    with open(dot_git) as f:
-        git_dir = os.path.join(directory, f.read().strip().removeprefix("gitdir: "))
-    common = os.path.join(git_dir, "commondir")
-    if os.path.isfile(common):
-        with open(common) as f:
-            return _head(git_dir, os.path.join(git_dir, f.read().strip()))
-    return _head(git_dir, git_dir)
-
-
-def _head(git_dir: str, common_dir: str) -> Optional[str]:
-    with open(os.path.join(git_dir, "HEAD")) as f:
-        head = f.read().strip()
-    if not head.startswith("ref: "):
-        return head
-    ref = head.removeprefix("ref: ")
-    for base in (git_dir, common_dir):
-        loose = os.path.join(base, ref)
-        if os.path.isfile(loose):
-            with open(loose) as f:
-                return f.read().strip()
-    packed = os.path.join(common_dir, "packed-refs")
-    if os.path.isfile(packed):
-        with open(packed) as f:
-            for line in f:
-                commit, _, name = line.strip().partition(" ")
-                if name == ref:
-                    return commit
-    return None
+        else:
+            native.add(path)
+    return setup, loaded, native

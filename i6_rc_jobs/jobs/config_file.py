@@ -10,6 +10,7 @@ from sisyphus.delayed_ops import DelayedBase
 
 from i6_rc_jobs._util.atomic_file import write_atomically
 from i6_rc_jobs._serialization.errors import SerializationError, describe
+from i6_rc_jobs._serialization.job_config import job_config
 from i6_rc_jobs._serialization.pycode import BUILTINS_CALLED
 from i6_rc_jobs._serialization.refs import DimRef
 from i6_rc_jobs._serialization.serialized_code import SerializedCode
@@ -259,7 +260,14 @@ class CheckedReturnnConfig(ReturnnConfig):
         check_config(self)
 
     def _serialize(self) -> str:
-        return config_code(self)
+        with job_config([*self.config.items(), *self.post_config.items()]):
+            return config_code(self)
+
+    def _sis_hash(self) -> bytes:
+        """i6_core's hash; the ``by_content`` values of its serializers hash by their code as built with this
+        config's options (RETURNN merges ``post_config`` in), which their construction may read."""
+        with job_config([*self.config.items(), *self.post_config.items()]):
+            return super()._sis_hash()
 
 
 def write_config_file(returnn_config: ReturnnConfig, path: str, *, compile_check: bool = True) -> None:
