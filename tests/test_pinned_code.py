@@ -523,3 +523,47 @@ def test_a_model_that_reads_the_jobs_config_while_it_is_built_is_built_with_it(s
         "the model's construction reads the config's option 'extern_data', whose value is no plain value (a dim, a "
         f"function): read it where the model runs, or pass what construction needs as an argument ({setup_dir / 'config_model.py'}:15)"
     )
+
+
+#: A model that reads its priors from a job's output, given as a ``tk.Path`` (the job may not have run yet).
+PRIOR_MODEL = textwrap.dedent("""
+    import torch
+
+
+    class Model(torch.nn.Module):
+        def __init__(self, priors):
+            super().__init__()
+            with open(priors) as f:
+                self.priors = torch.nn.Parameter(torch.tensor([float(x) for x in f.read().split()]))
+    """)
+#: A manager start of a config of that model, with the path of its priors; prints the hash and whether it failed.
+PRIOR_MANAGER = textwrap.dedent("""
+    import json
+    import sys
+
+    from sisyphus import tk
+
+    from i6_rc_jobs import ReturnnConfigSerializer, by_content
+
+    marker = by_content("prior_model:Model", priors=tk.Path(sys.argv[1]))
+    serializer = ReturnnConfigSerializer({"get_model": marker})
+    with open("config.py", "w") as f:
+        f.write(serializer.get())
+    print(json.dumps({"hash": serializer._sis_hash().decode(), "failed": marker.failure, "torch": "torch" in sys.modules}))
+    """)
+
+
+def test_a_model_given_a_job_output_that_does_not_exist_yet_hashes_alike_before_and_after(setup_dir):
+    (setup_dir / "prior_model.py").write_text(PRIOR_MODEL)
+    (setup_dir / "manager.py").write_text(PRIOR_MANAGER)
+    priors = setup_dir / "output" / "priors.txt"
+    before = manager(setup_dir, str(priors))
+    assert before["failed"] is None
+    priors.parent.mkdir()
+    priors.write_text("0.25 0.75")  # the job that makes it ran
+    assert manager(setup_dir, str(priors))["hash"] == before["hash"]
+    (setup_dir / "job.py").write_text(
+        "import json, sys\nfrom returnn.config import Config\nconfig = Config()\nconfig.load_file(sys.argv[1])\n"
+        "print(json.dumps(config.typed_value('get_model')().priors.tolist()))\n"
+    )
+    assert job(setup_dir) == [0.25, 0.75]

@@ -79,7 +79,13 @@ class ByContent:
         return self
 
     def _call(self) -> tuple:
-        return (self.module, self.qualname, self.args, self.kwargs, self.construct, self.libraries)
+        """The build's arguments. A model whose arguments hold a Sisyphus value (a ``tk.Path`` of a job's output,
+        which may not exist yet) is only imported, unless told to construct: what it reads from there is named by
+        the value's hash, and its hash must be the same before and after the job that makes it ran."""
+        construct = self.construct
+        if construct is None and _holds_sisyphus_values((self.args, self.kwargs)):
+            construct = False
+        return (self.module, self.qualname, self.args, self.kwargs, construct, self.libraries)
 
     def fingerprint(self) -> CodeFingerprint:
         """The code it runs, recorded by a build (cached: warm, a lookup that proves the files unchanged); a failed
@@ -178,6 +184,18 @@ class ByContent:
         """The plain reference, as a config holds it: the object (imported), or a ``functools.partial`` of it."""
         target = resolve(self.module, self.qualname)
         return functools.partial(target, *self.args, **self.kwargs) if self.args or self.kwargs else target
+
+
+def _holds_sisyphus_values(value: Any) -> bool:
+    """Whether ``value`` (lists, tuples, dicts, sets of values) holds a Sisyphus ``DelayedBase`` (a ``tk.Path``, a
+    ``tk.Variable``), told by its class's name, so that Sisyphus is not imported for a marker without one."""
+    if isinstance(value, (list, tuple, set, frozenset)):
+        return any(_holds_sisyphus_values(item) for item in value)
+    if isinstance(value, dict):
+        return any(_holds_sisyphus_values(item) for item in (*value.keys(), *value.values()))
+    return any(
+        cls.__name__ == "DelayedBase" and cls.__module__ == "sisyphus.delayed_ops" for cls in type(value).__mro__
+    )
 
 
 def failure_line(message: str) -> str:
