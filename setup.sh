@@ -72,15 +72,23 @@ install_pins() {
   fi
 }
 
-# A checkout of $2 (a real URL) in $3 at commit $4, which the file $5 pins ($1 names it); one at another commit or with
-# modified tracked files is repaired.
+# A checkout of $2 (a real URL) in $3 at commit $4, which the file $5 pins ($1 names it), of only the folders
+# rwth-i6.sparse names for $1 if it names any; one at another commit, with modified tracked files or other folders is
+# repaired.
 checkout() {
-  local name=$1 url=$2 dir=$3 commit=$4 pinned_by=$5
+  local name=$1 url=$2 dir=$3 commit=$4 pinned_by=$5 folders
   if ! git -C "$dir" rev-parse --git-dir >/dev/null 2>&1; then
     rm -rf "$dir"
     say "cloning $url"
     git clone -q --no-checkout "$url" "$dir" >"$log" 2>&1 ||
       die "cannot clone $url: check access to github.com (or a git mirror for it), then run ./setup.sh again"
+    changed=1
+  fi
+  folders=$(awk -v name="$name" '$1 == name {print $2}' "$root/rwth-i6.sparse" 2>/dev/null || true)
+  if [ -n "$folders" ] && [ "$(git -C "$dir" sparse-checkout list 2>/dev/null)" != "$folders" ]; then
+    say "checking out only these folders of $name: $(echo $folders)"
+    # shellcheck disable=SC2086
+    git -C "$dir" sparse-checkout set --cone $folders >"$log" 2>&1 || die "git sparse-checkout in $dir failed"
     changed=1
   fi
   if [ "$(git -C "$dir" rev-parse HEAD 2>/dev/null)" != "$commit" ] ||
