@@ -7,6 +7,7 @@ from __future__ import annotations
 import difflib
 import functools
 import logging
+import os
 import re
 import weakref
 from pathlib import Path
@@ -41,6 +42,9 @@ class ByContent:
     live = False
     #: The root of the snapshots of its code (see :mod:`.snapshots`), once its fingerprint is made.
     snapshots: Optional[str] = None
+    #: The RETURNN its jobs run (a setup's ``returnn_root``, MiniReturnn among them), which its build imports
+    #: first; None: the manager's.
+    returnn_root: Optional[str] = None
     #: Why its build failed, in one line with the model's own frame: then its hash is that of the failure, and its
     #: jobs fail with this line where they write their config, while the manager goes on with the other jobs.
     failure: Optional[str] = None
@@ -54,6 +58,7 @@ class ByContent:
         construct: Optional[bool] = None,
         libraries: tuple[str, ...] = DEFAULT_LIBRARIES,
         live: bool = False,
+        returnn_root: Optional[str] = None,
     ):
         self.module = module
         self.qualname = qualname
@@ -62,6 +67,7 @@ class ByContent:
         self.construct = construct
         self.libraries = tuple(libraries)
         self.live = live
+        self.returnn_root = returnn_root
         #: Fixed for the marker's life, as a job's hash is, and pickled with it (hash-diff compares those).
         self._fingerprint: Optional[CodeFingerprint] = None
         _pending.add(self)
@@ -109,7 +115,8 @@ class ByContent:
         for _ in range(CONFIG_ROUNDS):
             given = options_text({key: options[key] for key in read if key in options}, unavailable & read)
             if given not in configured:
-                (recorded,) = code_builds().build_many([(recorded_code, (*self._call(), given), {})], failures=True)
+                call: tuple[Any, tuple, dict] = (recorded_code, (*self._call(), given), {})
+                (recorded,) = code_builds(self.returnn_root).build_many([call], failures=True)
                 configured[given] = self._kept(recorded)
             found = configured[given]
             if isinstance(found, str):
@@ -136,8 +143,13 @@ class ByContent:
         build failed gets its :attr:`failure` (logged), the others their fingerprints and snapshots."""
         if self._fingerprint is not None or self.failure is not None:
             return
-        markers = [self, *(marker for marker in list(_pending) if marker is not self)]
-        found = code_builds().build_many(((recorded_code, marker._call(), {}) for marker in markers), failures=True)
+        markers = [self, *(m for m in list(_pending) if m is not self and m.returnn_root == self.returnn_root)]
+        if self.returnn_root is not None and not os.path.isdir(self.returnn_root):
+            error = BuildError(f"its RETURNN {self.returnn_root} is not there (yet): make it before the manager hashes")
+            found: list[Any] = [error] * len(markers)
+        else:
+            calls: list[tuple[Any, tuple, dict]] = [(recorded_code, marker._call(), {}) for marker in markers]
+            found = code_builds(self.returnn_root).build_many(calls, failures=True)
         for marker, recorded in zip(markers, found):
             _pending.discard(marker)
             kept = marker._kept(recorded)
@@ -242,13 +254,14 @@ def snapshot_diff(before: tuple[str, CodeFingerprint], after: tuple[str, CodeFin
 
 
 @functools.cache
-def code_builds() -> Any:
-    """The builds of code fingerprints: the manager's Python and paths, a build server that has imported torch."""
+def code_builds(returnn_root: Optional[str] = None) -> Any:
+    """The builds of code fingerprints: the manager's Python and paths (after ``returnn_root``, if given), a build
+    server that has imported torch."""
     # Imported here: the build machinery is 60 ms of imports, which a process that unpickles a job holding a marker
     # (every worker of such a job) but never looks its code up would pay.
     from i6_rc_jobs._builds.builds import Builds
 
-    return Builds(preload=PRELOAD, results=RESULTS)
+    return Builds(returnn_root=returnn_root, preload=PRELOAD, results=RESULTS)
 
 
 def by_content(
@@ -257,6 +270,7 @@ def by_content(
     construct: Optional[bool] = None,
     libraries: tuple[str, ...] = DEFAULT_LIBRARIES,
     live: bool = False,
+    returnn_root: Any = None,
     **kwargs: Any,
 ) -> ByContent:
     """A marker for ``target`` that hashes by its code: a function, a class or a ``functools.partial`` of one, or its
@@ -265,7 +279,9 @@ def by_content(
     if the target is a class or has arguments), else only imports it; ``libraries`` are the top-level packages
     identified by commit or version instead of by their files. The written config imports the code from the
     snapshots of what was hashed; ``live=True`` imports the setup's code as it is when the job runs (said in the log,
-    since that may no longer be the code the hash names)."""
+    since that may no longer be the code the hash names). ``returnn_root`` (a directory or a ``tk.Path``): the RETURNN
+    the jobs run, if not the manager's (MiniReturnn for i6's PyTorch setups): the build imports it first, so that the
+    code is recorded with the RETURNN it runs with."""
     if isinstance(target, functools.partial):
         return by_content(
             target.func,
@@ -274,6 +290,7 @@ def by_content(
             construct=construct,
             libraries=libraries,
             live=live,
+            returnn_root=returnn_root,
             **{**target.keywords, **kwargs},
         )
     if isinstance(target, str):
@@ -292,4 +309,5 @@ def by_content(
             f"by_content({module}.{qualname}, live=True): its jobs import the setup's code as it is when they run, "
             "which may no longer be the code their hash names"
         )
-    return ByContent(module, qualname, args, kwargs, construct, libraries, live)
+    root = None if returnn_root is None else os.path.abspath(str(returnn_root))  # (a tk.Path: its path)
+    return ByContent(module, qualname, args, kwargs, construct, libraries, live, root)

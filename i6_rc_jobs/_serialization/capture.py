@@ -53,6 +53,7 @@ except ImportError as exc:  # what a Dim carries came with RETURNN 823b520e5: an
 
 from i6_rc_jobs._serialization.errors import SerializationError, describe
 from i6_rc_jobs._serialization.naming import NameAllocator
+from i6_rc_jobs._serialization.values import plain_order_key
 from i6_rc_jobs._serialization.refs import (
     BATCH_DIM,
     MARKERS,
@@ -225,7 +226,7 @@ class DimCapture:
             return (1, len(self._seen), description, kind, size, value.match_priority, value.auto_generated)
         if isinstance(value, MarkedDim):
             return (2, type(value).__name__, self.order_key(value.tag))
-        return (0, type(value).__name__, repr(value))
+        return plain_order_key(value)
 
     def marked(self, marked: MarkedDim) -> MarkedRef:
         marker = type(marked).__name__

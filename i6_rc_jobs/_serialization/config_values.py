@@ -6,6 +6,7 @@
 from __future__ import annotations
 
 import keyword
+import sys
 from typing import Any, Iterable, Optional, Sequence
 
 from i6_rc_jobs._serialization.errors import SerializationError, describe
@@ -53,9 +54,7 @@ class SerializedConfig(SerializedCode):
             imports, so that RETURNN finds the modules of the functions and classes (a setup's ``recipe/``); where
             the code is, not what it is: not hashed
         """
-        from i6_rc_jobs._serialization.capture import DimCapture
-        from i6_rc_jobs._serialization.convert import convert
-        from i6_rc_jobs._serialization.data_sizes import check_data_sizes
+        from i6_rc_jobs._serialization.convert import capture_for_values, convert
 
         _check_keys(values, "values")
         unknown = set(unhashed) - set(values)
@@ -65,9 +64,11 @@ class SerializedConfig(SerializedCode):
         self.unhashed = frozenset(unhashed)
         self.hash_scheme = "dict"
         self.min_behavior_version: Optional[int] = None
-        if isinstance(values.get("extern_data"), dict):
+        if isinstance(values.get("extern_data"), dict) and "returnn.tensor" in sys.modules:  # (else it has no dims)
+            from i6_rc_jobs._serialization.data_sizes import check_data_sizes
+
             check_data_sizes(values["extern_data"])
-        capture = DimCapture()
+        capture = capture_for_values()
         if isinstance(sys_path, str) or not all(type(path) is str for path in sys_path):
             raise SerializationError(f"{describe(sys_path)} is not a list of directories (str)").at("sys_path")
         self._data = {

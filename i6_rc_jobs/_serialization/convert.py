@@ -6,10 +6,10 @@ in an order that does not depend on how the dicts were filled."""
 from __future__ import annotations
 
 import copy
-from typing import Any, Callable, Iterable, assert_never
+import sys
+from typing import TYPE_CHECKING, Any, Callable, Iterable, Optional, Union, assert_never
 
 from i6_rc_jobs._serialization.callables import ContentRef, ModuleRef, PartialRef, content_ref, partial_parts
-from i6_rc_jobs._serialization.capture import DimCapture
 from i6_rc_jobs._serialization.errors import SerializationError
 from i6_rc_jobs._serialization.i6_core_objects import i6_core_object_value
 from i6_rc_jobs._serialization.kinds import LEAF_TYPES, kind_of
@@ -23,18 +23,56 @@ from i6_rc_jobs._serialization.values import (
     check_namedtuple,
     key_step,
     partial_steps,
+    plain_order_key,
     refuse,
     step_repr,
     walk_guarded,
 )
 
+if TYPE_CHECKING:
+    from i6_rc_jobs._serialization.capture import DimCapture
 
-def convert(value: Any, capture: DimCapture, root: str) -> Any:
+
+class DimsWhenMet:
+    """The :class:`~.capture.DimCapture` of values made where RETURNN's ``returnn.tensor`` is not loaded (so no raw
+    dim can be among them), made only when a DimRef is met: a config without dims converts without importing
+    RETURNN, whose ``returnn.tensor`` the fork MiniReturnn has not."""
+
+    def __init__(self) -> None:
+        self._capture: Optional[DimCapture] = None
+
+    def _real(self) -> DimCapture:
+        if self._capture is None:
+            from i6_rc_jobs._serialization.capture import DimCapture
+
+            self._capture = DimCapture()
+        return self._capture
+
+    def known(self, dims: Iterable[Any]) -> Any:
+        return None if self._capture is None else self._capture.known(dims)
+
+    def order_key(self, value: Any) -> tuple:
+        return plain_order_key(value) if self._capture is None else self._capture.order_key(value)
+
+    def __getattr__(self, name: str) -> Any:  # ref, adopt, adopt_marked, marked: a DimRef met
+        return getattr(self._real(), name)
+
+
+def capture_for_values() -> Union[DimCapture, DimsWhenMet]:
+    """What converts a config's values: a :class:`~.capture.DimCapture` where RETURNN's dims may be among them."""
+    if "returnn.tensor" in sys.modules:
+        from i6_rc_jobs._serialization.capture import DimCapture
+
+        return DimCapture()
+    return DimsWhenMet()
+
+
+def convert(value: Any, capture: "DimCapture | DimsWhenMet", root: str) -> Any:
     """The copy of ``value`` with dims replaced; ``root`` names it in errors (e.g. ``network``)."""
     return walk_guarded(_convert, value, root, capture, 0)
 
 
-def _convert(value: Any, capture: DimCapture, depth: int) -> Any:
+def _convert(value: Any, capture: "DimCapture | DimsWhenMet", depth: int) -> Any:
     """``depth``: the brackets the written code opens around ``value``. Leaves are taken inline where they cannot
     exceed ``MAX_BRACKETS``, ints only if they have no more digits than Python reads."""
     if depth >= NEAR_MAX_BRACKETS:
@@ -138,7 +176,7 @@ def _convert(value: Any, capture: DimCapture, depth: int) -> Any:
             assert_never(kind)
 
 
-def _ordered(values: Iterable[Any], capture: DimCapture, step: Callable[[Any], str]) -> list[Any]:
+def _ordered(values: Iterable[Any], capture: "DimCapture | DimsWhenMet", step: Callable[[Any], str]) -> list[Any]:
     """``values`` sorted by ``capture.order_key``, which spells what is no dim by its repr: an int too long for repr
     is refused first, named by ``step``."""
     for v in values:

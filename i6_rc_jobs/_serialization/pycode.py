@@ -278,7 +278,8 @@ class CodeWriter:
         """The names the import lines bind, each with what it is (``module.name``), in the order they are imported:
         dims from returnn.tensor only (and Tensor for templates of sizes), then the marked dims, then the rest by module and name (namedtuple classes,
         functions and classes, numpy's)."""
-        tensor = ["Dim"] + (["Tensor"] if any(dim.size_dims is not None for dim in self.dims.values()) else [])
+        tensor = ["Dim"] if self.dims else []  # (a config of no dims needs no returnn.tensor, which MiniReturnn lacks)
+        tensor += ["Tensor"] if any(dim.size_dims is not None for dim in self.dims.values()) else []
         tensor += [name for name in ("batch_dim", "single_step_dim") if name in self.dims]
         bound = {name: f"returnn.tensor.{name}" for name in tensor}
         bound.update((marker, f"returnn.tensor.marked_dim.{marker}") for marker in sorted(self.markers))

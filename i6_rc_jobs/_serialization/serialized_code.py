@@ -174,4 +174,4 @@ class SerializedCode(DelayedBase):
 
     def _code(self, writer: CodeWriter, dims: list[str], parts: list[str]) -> str:
         imports = "\n".join([*self._preamble(), *writer.pins.lines(), *writer.import_lines()])
-        return "\n\n".join([imports, *(["\n".join(dims)] if dims else []), *parts]) + "\n"
+        return "\n\n".join([*([imports] if imports else []), *(["\n".join(dims)] if dims else []), *parts]) + "\n"

@@ -458,3 +458,8 @@ def _find_cycle(value: Any) -> Optional[str]:
             children = [(v, f"{path}[{i}]") for i, v in enumerate(obj)]
         stack.extend((child, child_path, False) for child, child_path in reversed(children))
     return None
+
+
+def plain_order_key(value: Any) -> tuple:
+    """Where a set element or dict key that is no dim sorts, spelled by its repr (see ``DimCapture.order_key``)."""
+    return (0, type(value).__name__, repr(value))
