@@ -13,7 +13,7 @@ from i6_rc_jobs._serialization.config_values import SerializedConfig
 from i6_rc_jobs._serialization.errors import SerializationError
 from i6_rc_jobs._serialization.job_config import JOB_CONFIG, job_config, options_text
 from i6_rc_jobs._serialization.pycode import CodeWriter
-from i6_rc_jobs._serialization.i6_core_objects import config_values_of
+from i6_rc_jobs._serialization.i6_core_objects import CodeReference, config_values_of
 from i6_rc_jobs._serialization.serialized_net import SerializedNet
 from i6_rc_jobs.jobs.config_file import CheckedReturnnConfig
 
@@ -66,18 +66,29 @@ class ReturnnConfigSerializer(SerializedConfig):
             return super()._render(resolve_delayed)
 
     @classmethod
-    def from_i6_core(cls, returnn_config: Any, **options: Any) -> Any:
+    def from_i6_core(cls, returnn_config: Any, *, code: CodeReference = None, **options: Any) -> Any:
         """An i6_core ``ReturnnConfig`` (a ``ReturnnConfigV2`` among them) made anew with its config values in a
         serializer: returns a :class:`CheckedReturnnConfig` whose ``python_prolog`` holds the serializer (after the
-        rest of the prolog; the values that its i6_core ``Import`` and ``PartialImport`` objects bind go into the
-        serializer), whose config keeps the values of plain types (``backend``, which i6_core's jobs read, numbers,
-        strings) and whose ``post_config`` stays as it was. ``options``: as for the constructor (``sys_path``)."""
-        plain, values, prolog, epilog = config_values_of(returnn_config)
+        rest of the prolog), whose config keeps the values of plain types (``backend``, which i6_core's jobs read,
+        numbers, strings) and whose ``post_config`` stays as it was. The serialization objects of its prolog and
+        epilog (i6_core's and i6_experiments': ``Collection``, ``Import``, ``PartialImport``, ``CodeFromFunction``,
+        ``ExternalImport``, ``ExplicitHash``, ``NonhashedCode``) are converted: the references they bind go into the
+        serializer, by name, or by what ``code`` makes of ``("module:qualname", **arguments)`` (``code=by_content``:
+        by the code they run); ``ExternalImport`` paths and a torch ``Collection``'s recipe root into ``sys_path``;
+        ``ExplicitHash`` stays a hash input, ``NonhashedCode`` unhashed code. Anything else of theirs is refused,
+        naming where it sits. ``options``: as for the constructor (``sys_path`` comes first, ``unhashed`` is joined).
+        """
+        converted = config_values_of(returnn_config, code)
+        sys_path = [*options.pop("sys_path", ()), *converted.sys_path]
+        unhashed = [*options.pop("unhashed", ()), *converted.unhashed]
+        serializer = cls(converted.values, sys_path=list(dict.fromkeys(sys_path)), unhashed=unhashed, **options)
         return CheckedReturnnConfig(
-            plain,
+            converted.plain,
             post_config=dict(returnn_config.post_config),
-            python_prolog=[*prolog, cls(values, **options)],
-            python_epilog=epilog,
+            python_prolog=[*converted.prolog, serializer],
+            python_prolog_hash=[*converted.prolog_hash, serializer],
+            python_epilog=converted.epilog,
+            python_epilog_hash=converted.epilog_hash,
             hash_full_python_code=False,
         )
 

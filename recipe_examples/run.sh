@@ -13,6 +13,7 @@ here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 root=$(dirname "$here")
 outputs=(task12ax/returnn.config task12ax/checkpoint task12ax/learning_rates)
 outputs+=(task12ax_rf/returnn.config task12ax_rf/check_report task12ax_rf/checkpoint task12ax_rf/learning_rates)
+outputs+=(ctc_conformer/learning_rates ctc_conformer/checkpoint ctc_conformer/prior.txt)
 
 "$root/setup.sh"
 

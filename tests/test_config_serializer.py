@@ -199,7 +199,12 @@ def test_a_config_whose_training_would_fail_fails_the_check(tmp_path):
     run_manager(setup, python_path=str(REPO / "recipe_examples" / "recipe"))
     job = setup / "alias" / "check"
     assert (job / "finished.run.1").exists() and (job / "error.check_networks.1").exists()
-    assert "training one step fails" in (job / "log.check_networks.1").read_text()
+    (said,) = [
+        line for line in (job / "log.check_networks.1").read_text().splitlines() if line.startswith("RuntimeError")
+    ]
+    assert "returnn.config: train step fails: AssertionError: call rf.get_run_ctx().mark_as_loss(...)" in said
+    assert said.endswith(f"(the whole log: {job.resolve() / 'output' / 'check.log'})")
+    assert "Traceback (most recent call last)" in (job / "output" / "check.log").read_text()
 
 
 def test_identical_in_any_process_whatever_pythonhashseed():

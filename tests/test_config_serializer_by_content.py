@@ -42,7 +42,6 @@ MANAGER = textwrap.dedent("""
     print(json.dumps({"code": code, "hash": digest, "imported": imported}))
     """)
 WRITTEN = """\
-from returnn.tensor import Dim
 from functools import partial
 from my_model import Model, train_step as train_step_
 

@@ -150,3 +150,83 @@ def test_model_code_of_minireturnn_is_hashed_with_the_setups_returnn_and_runs_pi
     )  # with the manager's RETURNN, the upstream one, which has no returnn.torch.context
     assert upstream.returncode != 0
     assert "its build failed: ModuleNotFoundError: No module named 'returnn.torch.context'" in upstream.stderr
+
+
+#: A model of MiniReturnn's kind on Task12AX (9 inputs, 2 classes): a train step that marks the frame CE, a forward
+#: step whose hooks write the average of the outputs (a prior) to prior.txt.
+CHECKED_MODEL = textwrap.dedent("""
+    import torch
+
+
+    class Model(torch.nn.Module):
+        def __init__(self, **_kwargs):
+            super().__init__()
+            self.linear = torch.nn.Linear(9, 2)
+
+
+    def train_step(*, model, data, run_ctx, **_kwargs):
+        logits = model.linear(data["data"])
+        loss = torch.nn.functional.cross_entropy(logits.transpose(1, 2), data["classes"].long(), reduction="sum")
+        run_ctx.mark_as_loss(name="ce", loss=loss, inv_norm_factor=torch.sum(data["classes:size1"]))
+
+
+    def forward_init_hook(run_ctx, **_kwargs):
+        run_ctx.sums = torch.zeros(2)
+
+
+    def forward_step(*, model, data, run_ctx, **_kwargs):
+        run_ctx.sums += torch.softmax(model.linear(data["data"]), -1).sum((0, 1))
+
+
+    def forward_finish_hook(run_ctx, **_kwargs):
+        with open("prior.txt", "w") as f:
+            f.write(" ".join(str(x) for x in (run_ctx.sums / run_ctx.sums.sum()).tolist()))
+    """)
+#: Writes the config of that model (argv[1]: with train_step, forward or both) as CreateConfigJob writes it.
+CHECKED_MANAGER = textwrap.dedent("""
+    import sys
+
+    from i6_rc_jobs import CheckedReturnnConfig, ReturnnConfigSerializer
+    from i6_rc_jobs.jobs.config_file import write_config_file
+
+    import checked_model
+
+    values = {"get_model": checked_model.Model}
+    dataset = {"class": "Task12AXDataset", "num_seqs": 4}
+    if "train" in sys.argv[1]:
+        values["train_step"] = checked_model.train_step
+    if "forward" in sys.argv[1]:
+        values.update(
+            forward_step=checked_model.forward_step,
+            forward_init_hook=checked_model.forward_init_hook,
+            forward_finish_hook=checked_model.forward_finish_hook,
+        )
+    options = {"backend": "torch", "batch_size": 1000, "optimizer": {"class": "adam"}, "train": dataset, "forward": dataset}
+    config = CheckedReturnnConfig(options, python_prolog=[ReturnnConfigSerializer(values, sys_path=[sys.argv[2]])])
+    write_config_file(config, "returnn.config")
+    print("{}")
+    """)
+
+
+@pytest.mark.slow  # MiniReturnn's engine imports torch
+@pytest.mark.parametrize("steps", ["train", "forward", "train+forward"])
+def test_the_check_trains_and_forwards_a_config_of_minireturnn_with_its_engine(tmp_path, steps):
+    from i6_rc_jobs._verify import torch_check
+
+    (tmp_path / "checked_model.py").write_text(CHECKED_MODEL)
+    (tmp_path / "manager.py").write_text(CHECKED_MANAGER)
+    _run(tmp_path, "manager.py", steps, str(tmp_path), first=[])
+    env = {**os.environ, "PYTHONPATH": str(MINI_RETURNN), "CUDA_VISIBLE_DEVICES": ""}
+    done = subprocess.run(
+        [sys.executable, torch_check.__file__, "returnn.config", "--report", "report.json"],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+    )
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr
+    report = json.loads((tmp_path / "report.json").read_text())
+    assert report["parameters"] == {"linear.weight": [2, 9], "linear.bias": [2]}
+    assert ("losses" in report) == ("train" in steps)
+    if "train" in steps:
+        assert set(report["losses"]) == {"ce"} and report["losses"]["ce"] > 0

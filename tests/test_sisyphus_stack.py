@@ -196,7 +196,9 @@ def test_run_sh_task12ax_end_to_end(tmp_path):
     # A second run: nothing to do, nothing touched in work/, quick.
     work = setup / "work"
     jobs_before, files_before = _job_dirs(work), _snapshot(work)
-    assert len(jobs_before) == 4, jobs_before  # CreateConfigJob, ReturnnTrainingJob, each for both models
+    # CreateConfigJob and ReturnnTrainingJob for both Task12AX models; the CTC example's training and prior
+    # (tests/test_ctc_example.py checks its outputs)
+    assert len(jobs_before) == 6, jobs_before
     proc2, second_secs = _run([run_sh, str(setup)], cwd=tmp_path, timeout=300)
     assert proc2.returncode == 0, _tail(proc2)
     assert _job_dirs(work) == jobs_before

@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any, Callable, Optional, Union
 
 from i6_rc_jobs._builds.errors import BuildError
-from i6_rc_jobs._code_hash import snapshots
+from i6_rc_jobs._code_hash import config_v2, snapshots
 from i6_rc_jobs._code_hash.fingerprint import DEFAULT_LIBRARIES, CodeFingerprint, RecordedCode
 from i6_rc_jobs._code_hash.record import PRELOAD, recorded_code, resolve
 from i6_rc_jobs._serialization.job_config import JOB_CONFIG, options_text
@@ -191,6 +191,13 @@ class ByContent:
             sha256, package = module["sha256"], module["package"]
             modules[name] = (str(snapshots.file_of(root, name, sha256, package)), sha256, package, module["file"])
         return CodePins(modules, set(fingerprint.absent), fingerprint.files, fingerprint.env, fingerprint.library_files)
+
+    def __reduce_ex__(self, protocol: Any) -> Any:
+        """Pickled as any object; written by i6_core's serialization_v2 (a ``ReturnnConfigV2``) as the plain reference,
+        imported after the lines that pin its code (:mod:`.config_v2`), as a ReturnnConfigSerializer writes it."""
+        if not config_v2.writing_v2():
+            return super().__reduce_ex__(protocol)
+        return config_v2.reference(self.module, self.qualname, self.args, self.kwargs, self.pins())
 
     def reference(self) -> Any:
         """The plain reference, as a config holds it: the object (imported), or a ``functools.partial`` of it."""

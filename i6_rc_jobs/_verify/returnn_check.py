@@ -111,11 +111,21 @@ def _select_backend(config: Config, config_file: str) -> None:
     try:
         BackendEngine.select_engine(config=config)
     except Exception as exc:
+        torch_keys = _torch_keys(config)
+        fix = (
+            f"a PyTorch config (it has {', '.join(torch_keys)}) needs 'backend': 'torch' in the config"
+            if torch_keys
+            else "a net dict needs 'use_tensorflow': True or 'backend': 'tensorflow-net-dict' in the config"
+        )
         raise NetworkCheckError(
-            f"rnn.py selects no backend: {type(exc).__name__}: {exc} (a net dict needs 'use_tensorflow': True or "
-            "'backend': 'tensorflow-net-dict' in the config)",
-            config_file=config_file,
+            f"rnn.py selects no backend: {type(exc).__name__}: {exc} ({fix})", config_file=config_file
         ) from exc
+
+
+def _torch_keys(config: Config) -> list[str]:
+    """The keys by which ``config`` is a PyTorch or RETURNN-frontend config, not a net dict's: so that its failures
+    give torch advice."""
+    return [key for key in ("get_model", "train_step", "forward_step") if config.typed_dict.get(key) is not None]
 
 
 def construct_networks_from_config(
@@ -152,7 +162,11 @@ def construct_networks_from_config(
     pretrain = pretrain_from_config(config)
     if not get_network and not pretrain:
         if not (config.has("network") and config.is_typed("network")):
-            raise NetworkCheckError("the config defines neither `network` nor `get_network`", config_file=config_file)
+            torch_keys = _torch_keys(config)
+            fix = f": a PyTorch config (it has {', '.join(torch_keys)}) needs 'backend': 'torch'" if torch_keys else ""
+            raise NetworkCheckError(
+                f"the config defines neither `network` nor `get_network`{fix}", config_file=config_file
+            )
         epochs = epochs[:1]
 
     backend = config.value("backend", None)

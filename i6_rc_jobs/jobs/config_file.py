@@ -5,7 +5,7 @@ from __future__ import annotations
 import copy
 from typing import Any, Callable, Iterator, Optional, assert_never
 
-from i6_core.returnn.config import CodeWrapper, ReturnnConfig, unparse_python
+from i6_core.returnn.config import CodeWrapper, ReturnnConfig, ReturnnConfigV2, unparse_python
 from sisyphus.delayed_ops import DelayedBase
 
 from i6_rc_jobs._util.atomic_file import write_atomically
@@ -16,6 +16,7 @@ from i6_rc_jobs._serialization.refs import DimRef
 from i6_rc_jobs._serialization.serialized_code import SerializedCode
 from i6_rc_jobs._serialization.kinds import LEAF_TYPES, is_raw_dim, kind_of
 from i6_rc_jobs._serialization.values import key_step
+from i6_rc_jobs.jobs.module_paths import check_importable
 
 
 def serializers_in(returnn_config: ReturnnConfig) -> Iterator[SerializedCode]:
@@ -59,7 +60,13 @@ def config_code(returnn_config: ReturnnConfig) -> str:
     to_write.post_config = copy.deepcopy(returnn_config.post_config)
     to_write.python_prolog = _map_leaves(returnn_config.python_prolog, lambda x: rendered.get(id(x), x))
     to_write.python_epilog = _map_leaves(returnn_config.python_epilog, lambda x: rendered.get(id(x), x))
-    return ReturnnConfig._serialize(to_write)
+    return (ReturnnConfigV2 if _writes_values(returnn_config) else ReturnnConfig)._serialize(to_write)
+
+
+def _writes_values(returnn_config: ReturnnConfig) -> bool:
+    """Whether i6_core's serialization_v2 writes the config's values (a ``ReturnnConfigV2``: raw dims, functions,
+    ``by_content`` markers), not their reprs."""
+    return isinstance(returnn_config, ReturnnConfigV2) and not isinstance(returnn_config, CheckedReturnnConfig)
 
 
 def check_config(returnn_config: ReturnnConfig, rendered: Optional[dict[int, str]] = None) -> None:
@@ -109,8 +116,9 @@ def check_config(returnn_config: ReturnnConfig, rendered: Optional[dict[int, str
             before_config[1].update(dims)
         if serializer.min_behavior_version is not None:
             needed.append(serializer.min_behavior_version)
-    for part in ("config", "post_config"):
-        _check_values(getattr(returnn_config, part), f"returnn_config.{part}", *before_config)
+    torch = backend_of(returnn_config) == "torch"
+    for part in ("config", "post_config") if not _writes_values(returnn_config) else ():
+        _check_values(getattr(returnn_config, part), f"returnn_config.{part}", *before_config, torch=torch)
     if needed:
         _check_behavior_version(returnn_config, max(needed))
 
@@ -132,11 +140,11 @@ def _check_behavior_version(returnn_config: ReturnnConfig, needed: int) -> None:
         ).at(f"returnn_config.{part}['behavior_version']")
 
 
-def _check_values(values: dict[str, Any], root: str, names: set[str], dims: dict[str, DimRef]) -> None:
+def _check_values(values: dict[str, Any], root: str, names: set[str], dims: dict[str, DimRef], *, torch: bool) -> None:
     """Refuses, in the config's values, what i6_core would write wrongly: a serializer (written as its code, a
     string), a DimRef that the name it is written as does not give back when the config's lines run (no prolog
     serializer defines that name, or defines another dim by it, e.g. another serializer's dim of another size), a
-    value whose repr is no Python code (a raw RETURNN Dim)."""
+    value whose repr is no Python code (a raw RETURNN Dim; ``torch``: of a PyTorch config, whose fix differs)."""
     stack: list[tuple[Any, str]] = [(value, root + key_step(key)) for key, value in values.items()]
     while stack:
         value, path = stack.pop()
@@ -190,12 +198,12 @@ def _check_values(values: dict[str, Any], root: str, names: set[str], dims: dict
                 | "content_owner"
                 | "other"
             ):
-                _check_written(value, path)
+                _check_written(value, path, torch)
             case _:
                 assert_never(kind)
 
 
-def _check_written(value: Any, path: str) -> None:
+def _check_written(value: Any, path: str, torch: bool) -> None:
     """i6_core writes a config value by its repr (pprint, or json if the repr starts with ``<``): one that is no
     Python expression (a raw RETURNN Dim is ``Dim{B}``) would fail only in the worker, with a SyntaxError of the
     config, and the job with the fixed config would hash as the failed one. The repr is compiled as an expression
@@ -206,12 +214,18 @@ def _check_written(value: Any, path: str) -> None:
     try:
         compile(f"(\n{value!r}\n)", path, "eval")
     except Exception:  # a SyntaxError, or a repr that fails: the worker could not write or load it either
-        fix = (
-            "put the network into a ReturnnCommonSerializer in python_prolog, which writes dims as code (or use its "
-            "DimRefs)"
-            if is_raw_dim(value)
-            else "use a plain value, or a CodeWrapper of the code that makes it"
-        )
+        if not is_raw_dim(value):
+            fix = "use a plain value, or a CodeWrapper of the code that makes it"
+        elif torch:
+            fix = (
+                "put the values with dims (extern_data, model_outputs, get_model, ...) into a ReturnnConfigSerializer "
+                "in python_prolog, which writes dims as code (a ReturnnCommonSerializer is for net dicts)"
+            )
+        else:
+            fix = (
+                "put the network into a ReturnnCommonSerializer in python_prolog, which writes dims as code (or use "
+                "its DimRefs)"
+            )
         raise SerializationError(f"{describe(value)} is written as its repr, which is no Python code: {fix}").at(
             path
         ) from None
@@ -258,6 +272,7 @@ class CheckedReturnnConfig(ReturnnConfig):
                     )
         super().__init__(config, *args, hash_full_python_code=hash_full_python_code, **kwargs)
         check_config(self)
+        check_importable(serializers_in(self))
 
     def _serialize(self) -> str:
         with job_config([*self.config.items(), *self.post_config.items()]):

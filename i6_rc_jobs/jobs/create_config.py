@@ -11,8 +11,10 @@ from i6_core.returnn.config import ReturnnConfig
 from sisyphus import Job, Task, tk
 from sisyphus import global_settings as gs
 
+from i6_rc_jobs._util.atomic_file import write_atomically
 from i6_rc_jobs._verify import returnn_check, torch_check
 from i6_rc_jobs.jobs.config_file import backend_of, check_config, serializers_in, write_config_file
+from i6_rc_jobs.jobs.module_paths import check_importable
 
 
 class CreateConfigJob(Job):
@@ -20,11 +22,15 @@ class CreateConfigJob(Job):
     TensorFlow, so that a broken config fails here and not after a cluster queue wait. With ``check=True`` a second
     task loads the written file with RETURNN and constructs the network of every stage, with the RETURNN and the
     Python the setup trains with (as i6_core's RETURNN jobs take them), in a process of its own; for a config with
-    ``backend = "torch"`` it builds the model and trains it one step on a batch of the train dataset on CPU instead
+    ``backend = "torch"`` it runs the config's ``train_step`` and/or ``forward_step`` on one batch on CPU instead
     (:mod:`i6_rc_jobs._verify.torch_check`), and writes the parameters' names, shapes and count to ``out_check_report``.
+    A failed check says why in one line (for a torch config: the stage and the frame of the model's code); everything
+    the check printed is in ``out_check_log``.
     """
 
     __sis_hash_exclude__ = {"check": False, "returnn_root": None, "returnn_python_exe": None}
+    #: (None in the pickles of jobs made before it was an output, which a worker may still run)
+    out_check_log: Optional[tk.Path] = None
 
     def __init__(
         self,
@@ -45,11 +51,14 @@ class CreateConfigJob(Job):
         if not isinstance(returnn_config, ReturnnConfig):
             raise TypeError(f"CreateConfigJob needs an i6_core ReturnnConfig, got {type(returnn_config).__name__}")
         check_config(returnn_config)  # what writing would refuse, said when the job is made
+        check_importable(serializers_in(returnn_config))  # what RETURNN and the worker import, said here too
         self.returnn_config = returnn_config
         self.check = check
         self.returnn_root = returnn_root
         self.returnn_python_exe = returnn_python_exe
         self.out_config = self.output_path("returnn.config")
+        if check:
+            self.out_check_log = self.output_path("check.log")
         if check and backend_of(returnn_config) == "torch":
             self.out_check_report = self.output_path("check_report.json")
 
@@ -74,8 +83,14 @@ class CreateConfigJob(Job):
         else:
             command = [os.fspath(python), returnn_check.__file__, self.out_config.get_path(), "--epochs"]
             command += map(str, epochs)
-        done = subprocess.run(command, env=env, stderr=subprocess.PIPE, text=True)
+        done = subprocess.run(command, env=env, capture_output=True, text=True)
+        sys.stdout.write(done.stdout)
         sys.stderr.write(done.stderr)
+        log = "" if self.out_check_log is None else f" (the whole log: {self.out_check_log.get_path()})"
+        if self.out_check_log is not None:
+            write_atomically(self.out_check_log.get_path(), (done.stdout + done.stderr).encode())
         if done.returncode != 0:
-            last = (done.stderr.strip().splitlines() or [f"exit status {done.returncode}"])[-1]
-            raise RuntimeError(f"CreateConfigJob check with {os.fspath(python)}: {last}")
+            said = done.stderr.strip().splitlines()
+            errors = [line for line in said if line.startswith("error: ")]
+            last = (errors or said or [f"exit status {done.returncode}"])[-1]
+            raise RuntimeError(f"CreateConfigJob check with {os.fspath(python)}: {last}{log}")

@@ -2,7 +2,8 @@
 
 
 def main():
-    from . import task12ax, task12ax_rf
+    from . import ctc_conformer, task12ax, task12ax_rf
 
     task12ax.run()
     task12ax_rf.run()
+    ctc_conformer.run()
