@@ -85,7 +85,7 @@ checkout() {
     changed=1
   fi
   folders=$(awk -v name="$name" '$1 == name {print $2}' "$root/rwth-i6.sparse" 2>/dev/null || true)
-  if [ -n "$folders" ] && [ "$(git -C "$dir" sparse-checkout list 2>/dev/null)" != "$folders" ]; then
+  if [ -n "$folders" ] && [ "$(git -C "$dir" sparse-checkout list 2>/dev/null | sort)" != "$(sort <<<"$folders")" ]; then
     say "checking out only these folders of $name: $(echo $folders)"
     # shellcheck disable=SC2086
     git -C "$dir" sparse-checkout set --cone $folders >"$log" 2>&1 || die "git sparse-checkout in $dir failed"

@@ -1,5 +1,6 @@
-"""Ours against returnn_common's own serialization on the corpus of real researchers' models (tests/real_models):
-does the written config load in RETURNN and construct every stage? Run from the repository root:
+"""Ours against returnn_common's own serialization on real researchers' models (tests/real_models, loaded from the
+pinned i6_experiments checkout): does the written config load in RETURNN and construct every stage? Run from the
+repository root:
 
     .venv/bin/python -m bench.real_models
 

@@ -14,7 +14,7 @@ from typing import Optional  # noqa: E402
 
 import fuzz  # noqa: E402
 
-from .corpora import SUITES, collect  # noqa: E402
+from .corpora import SUITES, cached, collect  # noqa: E402
 from .runner import recheck, run  # noqa: E402
 
 
@@ -31,24 +31,27 @@ def main(argv: Optional[list[str]] = None) -> int:
         parser.add_argument(
             f"--{suite.name.lower().replace('_', '-')}-corpus",
             type=pathlib.Path,
-            default=suite.kept,
-            help=f"{suite.name}'s test models, a source of base nets (default: the corpus kept in fuzz/)",
+            help=f"{suite.name}'s test models, a source of base nets (default: collected from the pinned checkout "
+            "when first needed, then cached in .cache/fuzz/)",
         )
     parser.add_argument("--seconds", type=float, help="start no new base net after this long, then report")
     parser.add_argument("--corpus-share", type=float, default=0.25, help="the share of base nets taken from corpora")
     parser.add_argument(
         "--collect",
         choices=sorted(SUITES),
-        help="only collect that suite's corpus anew into its --...-corpus (runs its tests: a few minutes)",
+        help="only collect that suite's corpus anew into its --...-corpus or the cache (runs its tests: minutes)",
     )
     args = parser.parse_args(argv)
-    paths = {name: getattr(args, f"{name.lower()}_corpus") for name in SUITES}
+    given = {name: getattr(args, f"{name.lower()}_corpus") for name in SUITES}
     if args.recheck is not None:
         return 1 if recheck(args.recheck) else 0
     if args.collect:
-        count = collect(SUITES[args.collect], paths[args.collect])
-        print(f"{count} configs of {args.collect}'s tests written to {paths[args.collect]}")
+        path = given[args.collect] or SUITES[args.collect].cache_path()
+        count = collect(SUITES[args.collect], path)
+        print(f"{count} configs of {args.collect}'s tests written to {path}")
         return 0
+    # a corpus is collected only if bases are drawn from corpora
+    paths = {name: path or cached(SUITES[name]) for name, path in given.items()} if args.corpus_share > 0 else {}
     report = run(
         args.seed,
         args.pairs,

@@ -67,6 +67,13 @@ def _variants(builds: Builds) -> list[Path]:
     return list(Store(builds.cache).all_variants())
 
 
+def _entry_files(builds: Builds, variant: Path) -> dict:
+    """The files an entry depended on beyond its base (kept by digest, in ``deps/``)."""
+    deps = Store(builds.cache).deps(json.loads((variant / "entry.json").read_text())["deps"])
+    assert deps is not None
+    return deps["files"]
+
+
 def _edit(path: Path, text: str) -> None:
     path.write_text(text)
     time.sleep(SETTLE_S)
@@ -189,7 +196,7 @@ def test_an_edit_of_a_dependency_rebuilds_an_unrelated_one_does_not(setup, monke
     after = _lstm(builds, recipe, bmodels)
     assert build_recipes.builds(recipe) == (2 if rebuilds else 1)
     assert (_hash(after) != _hash(before)) == (rebuilds and edit != "python")  # each edited input changes the model
-    assert len(_variants(builds)) == 1  # a rebuilt entry replaces the stale one
+    assert len(_variants(builds)) == (2 if rebuilds else 1)  # the stale variant is kept: it may hold elsewhere
     again = _lstm(builds, recipe, bmodels)
     assert build_recipes.builds(recipe) == (2 if rebuilds else 1) and _hash(again) == _hash(after)
 
@@ -474,7 +481,7 @@ def test_a_build_depends_on_nothing_its_server_did_after_its_base(setup, tmp_pat
     _lstm(builds, recipe, bmodels)
     stop_servers()
     [variant] = _variants(builds)
-    files = json.loads((variant / "entry.json").read_text())["files"]
+    files = _entry_files(builds, variant)
     assert str(recipe / "bmodels.py") in files and str(other) not in files, sorted(files)
     assert str(other) in json.loads(kept.read_text())["files"]  # kept: it is still there
 
@@ -488,9 +495,11 @@ def test_the_server_loads_no_keras_and_a_build_that_uses_it_depends_on_it(setup)
     assert _hash(with_keras) == _hash(plain)  # the Dense layer's 8 units
     base = Store(builds.cache).newest_base()
     assert base is not None and not [path for path in base["files"] if "/site-packages/keras/" in path]
-    entries = [json.loads((variant / "entry.json").read_text()) for variant in _variants(builds)]
     keras = {
-        entry["builder"]: [path for path in entry["files"] if "/site-packages/keras/" in path] for entry in entries
+        json.loads((variant / "entry.json").read_text())["builder"]: [
+            path for path in _entry_files(builds, variant) if "/site-packages/keras/" in path
+        ]
+        for variant in _variants(builds)
     }
     assert keras["bmodels.with_keras"] and not keras["bmodels.first_size"]
 
@@ -880,3 +889,117 @@ def test_a_job_output_in_a_build_hashes_as_in_the_manager(setup):
     built = builds.build(bmodels.with_checkpoint, checkpoint)
     assert _hash(built) == in_manager and _hash(builds.build(bmodels.with_checkpoint, checkpoint)) == in_manager
     assert _hash(builds.build(bmodels.with_checkpoint, other)) == _hash(bmodels.with_checkpoint(other))
+
+
+PROOFS_MANAGER = textwrap.dedent("""
+    import json, sys
+    sys.path[:0] = [{recipe!r}, {repo!r}]
+    from i6_rc_jobs import Builds
+    from i6_rc_jobs._builds import probes
+    resolved = []
+    real = probes.resolve
+    probes.resolve = lambda name, path: resolved.append(name) or real(name, path)
+    import bmodels
+    result = Builds(cache={cache!r}, workers=2).build(bmodels.lstm, {layers!r})
+    print(json.dumps([result._sis_hash().decode(), len(resolved)]), flush=True)
+    """)
+
+
+def test_a_second_process_takes_the_module_proofs_the_first_kept_and_a_change_still_shows(setup, tmp_path):
+    """A manager's start resolves the module names its entries looked for and keeps the proofs: the next start
+    resolves none, unless a directory they rest on changed (then those names again); a kept proof never hides a
+    module that now shadows another, nor is a file of kept proofs that others could write used. (A change elsewhere
+    on this machine to a directory on sys.path makes a start resolve names again: the test's are its own.)"""
+    recipe, builds, bmodels = setup
+    before = _hash(_lstm(builds, recipe, bmodels))
+    environ = dict(os.environ, HOME=str(tmp_path / "home"))
+    code = PROOFS_MANAGER.format(
+        recipe=str(recipe), repo=str(REPO), cache=str(builds.cache), layers=str(recipe / "layers.txt")
+    )
+
+    def manager() -> tuple[str, int]:
+        time.sleep(RACY_NS / 1e9)  # the stats the proofs rest on are old enough to be trusted
+        done = subprocess.run([sys.executable, "-c", code], env=environ, capture_output=True, text=True, timeout=600)
+        assert done.returncode == 0, done.stderr[-3000:]
+        found, resolved = json.loads(done.stdout.splitlines()[-1])
+        return found, resolved
+
+    first, resolved_first = manager()
+    second, resolved_second = manager()
+    assert (first, second) == (before, before) and resolved_first > 0 and resolved_second == 0
+    (kept,) = (tmp_path / "home" / ".cache" / "i6_rc_jobs").glob("module-proofs-*.marshal")
+    os.chmod(kept, 0o622)
+    assert manager()[1] > 0  # not used: others could have written it
+    _edit(recipe / "bnew.py", "FACTOR = 2\n")  # a name added to a directory on sys.path
+    unrelated, resolved_again = manager()  # (the entry may be rebuilt: a build lists the directory)
+    assert unrelated == before and 0 < resolved_again < resolved_first
+    built = build_recipes.builds(recipe)
+    (recipe / "bhelper").mkdir()  # a package is found before the module of its name
+    (recipe / "bhelper" / "__init__.py").write_text("FACTOR = 5\n")
+    try:
+        shadowed, _ = manager()
+    finally:
+        shutil.rmtree(recipe / "bhelper", ignore_errors=True)
+    assert shadowed != before and build_recipes.builds(recipe) == built + 1
+
+
+def test_setups_that_share_a_cache_and_a_directory_both_stay_warm(setup, monkeypatch):
+    """The same call in two setups whose entries cannot both hold (here another value of a variable the builder
+    reads; as well another Python or sys.path): each keeps its variant and is served it at every start; of the
+    variants that do not hold, the ``KEEP_STALE`` used last are kept."""
+    recipe, builds, bmodels = setup
+    hashes = {}
+    for hidden in ("16", "32", "16", "32"):
+        monkeypatch.setenv("BMODELS_HIDDEN", hidden)
+        hashes.setdefault(hidden, set()).add(_hash(_lstm(builds, recipe, bmodels)))
+    assert build_recipes.builds(recipe) == 2 and len(_variants(builds)) == 2
+    assert all(len(found) == 1 for found in hashes.values()) and hashes["16"] != hashes["32"]
+    for hidden in ("8", "24", "40", "48"):
+        monkeypatch.setenv("BMODELS_HIDDEN", hidden)
+        _lstm(builds, recipe, bmodels)
+    assert build_recipes.builds(recipe) == 6 and len(_variants(builds)) == 1 + lookup.KEEP_STALE
+    monkeypatch.setenv("BMODELS_HIDDEN", "40")
+    _lstm(builds, recipe, bmodels)
+    assert build_recipes.builds(recipe) == 6  # one of those used last
+
+
+BYTECODE = textwrap.dedent("""
+    import importlib._bootstrap_external as external, json, sys
+    sys.path[:0] = [{recipe!r}, {repo!r}]
+    from i6_rc_jobs._builds import server
+    compiled = []
+    real = external.SourceLoader.source_to_code
+    def counted(self, data, path, *, _optimize=-1):
+        compiled.append(path)
+        return real(self, data, path, _optimize=_optimize)
+    external.SourceLoader.source_to_code = counted
+    server._bytecode_of_installed_only({nowhere!r})
+    import colorsys, bstale
+    print(json.dumps([compiled, colorsys.__cached__, bstale.VALUE]))
+    """)
+
+
+def test_a_build_takes_the_bytecode_of_installed_modules_and_compiles_the_setups_from_source(tmp_path):
+    """A build imports the standard library and the installed packages from their ``__pycache__`` (librosa takes
+    three times as long compiled from source), and the setup's modules from their source, never from a ``.pyc`` of an
+    edit that kept the size and mtime; it writes no bytecode."""
+    recipe, nowhere = tmp_path / "recipe", tmp_path / "no-bytecode"
+    recipe.mkdir()
+    source = recipe / "bstale.py"
+    source.write_text("VALUE = 2\n")
+    import py_compile
+
+    py_compile.compile(str(source), doraise=True)  # the bytecode of an earlier edit of the same size and mtime
+    st = source.stat()
+    source.write_text("VALUE = 1\n")
+    os.utime(source, ns=(st.st_atime_ns, st.st_mtime_ns))
+    code = BYTECODE.format(recipe=str(recipe), repo=str(REPO), nowhere=str(nowhere))
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr[-3000:]
+    compiled, colorsys_cached, value = json.loads(done.stdout.splitlines()[-1])
+    import colorsys
+    import importlib.util
+
+    assert value == 1 and compiled == [str(source)]
+    assert colorsys_cached == importlib.util.cache_from_source(colorsys.__file__)
+    assert not nowhere.exists() or not any(path.is_file() for path in nowhere.rglob("*"))

@@ -1,6 +1,6 @@
-"""ReturnnCommonSerializer on the corpus of real researchers' models (tests.real_models), every stage: it serializes,
-the written config gives back returnn_common's own dims and net dict, RETURNN constructs it, it trains a step on
-generated data, and its hash is the same in another process (both hash schemes).
+"""ReturnnCommonSerializer on real researchers' models (tests.real_models, loaded from the pinned i6_experiments
+checkout), every stage: it serializes, the written config gives back returnn_common's own dims and net dict, RETURNN
+constructs it, it trains a step on generated data, and its hash is the same in another process (both hash schemes).
 
 Not trained (each module's ``TRAINS`` says why): ``ctc_conformer_gammatone``, whose ``fast_bw`` loss runs RASR's
 ``nn-trainer`` binary; ``nar_tts`` and ``nar_tts_repeat``, which need one duration per phoneme adding up to the audio

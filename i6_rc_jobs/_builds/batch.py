@@ -16,6 +16,7 @@ from i6_rc_jobs._builds.call import Call
 from i6_rc_jobs._builds.claims import Claims
 from i6_rc_jobs._builds.errors import BuildError
 from i6_rc_jobs._builds.lookup import Lookup
+from i6_rc_jobs._builds.recheck import keep_proofs
 from i6_rc_jobs._builds.server_link import ServerLink, ServerSpec, discard, server_for
 from i6_rc_jobs._builds.store import Store, write_private
 
@@ -49,6 +50,10 @@ class Batch:
         missing = {call.digest: call for call in calls if call.digest not in results}
         if missing:
             results.update(self.build_missing(list(missing.values())))
+            for call in [] if self.fresh else missing.values():
+                if not isinstance(results[call.digest], BuildError):
+                    self.lookups.lookup(call)  # proves the new entry, so that the next start keeps the proofs
+        keep_proofs()
         failed = [result for result in results.values() if isinstance(result, BuildError)]
         if failed and not failures:
             more = f" ({len(failed) - 1} more builds failed)" if len(failed) > 1 else ""

@@ -47,13 +47,27 @@ class Deps(Recorded):
     changed_while_building: list[str]
 
 
-class NewEntry(Recorded):
-    """An entry as the manager makes it from a build's deps, before the store adds the digests it signs."""
+class EntryDeps(TypedDict):
+    """What a build depended on beyond its base (each kind as in :class:`Recorded`), kept by its SHA-256
+    (``deps/<digest>.json``): builds of one model with other arguments depend on the same files, and share it."""
+
+    files: dict[str, Fingerprint]
+    probes: dict[str, Optional[str]]
+    listings: dict[str, Optional[str]]
+    modules: list[ModuleProbe]
+    env: dict[str, Optional[str]]
+
+
+class NewEntry(TypedDict):
+    """An entry as the manager makes it from a build's deps, before the store adds the digests it signs: its
+    dependencies are ``deps`` (the SHA-256 of their :class:`EntryDeps`), recorded at ``recorded_ns``."""
 
     builder: str
     arguments: str
     key: str
     base: str
+    deps: str
+    recorded_ns: int
     sis_hash: str
 
 

@@ -16,13 +16,22 @@ from i6_rc_jobs._builds import job_paths
 from i6_rc_jobs._builds.call import Call
 from i6_rc_jobs._builds.fingerprint import Verifier
 from i6_rc_jobs._builds.json_records import Base, Entry, Recorded
-from i6_rc_jobs._builds.recheck import Recheck
+from i6_rc_jobs._builds.recheck import INSTALLED, Recheck, settled, settled_listings, settled_probes
 from i6_rc_jobs._builds.record import value_digest
-from i6_rc_jobs._builds.store import Store, touch_used
+from i6_rc_jobs._builds.store import Store, last_used, touch_used
 
 #: The bases read so far, by digest (None: not signed with the cache's key), and those build servers of this process
 #: made: a base is immutable (named by its digest), so it is read once per process.
 _bases: dict[str, Optional[Base]] = {}
+#: How many variants of a call that do not hold now are kept beside the one that does (another setup's environment,
+#: ``sys.path`` or Python, sharing the cache: each stays warm for its setup); the least recently used go first.
+KEEP_STALE = 3
+#: What this process has proven of the records it checked (bases and entries' deps, by digest): the part of each
+#: that is taken again at every lookup, the rest being settled for the process (see :data:`_settled_files`).
+_residuals: dict[str, Recorded] = {}
+#: Files of the installed packages and the standard library whose fingerprints this process proved: settled for the
+#: process, as its own imports from there are (a file of the setup, or of a checkout, is proven at every lookup).
+_settled_files: set[tuple[str, tuple]] = set()
 
 
 def remember_base(digest: str, base: Base) -> None:
@@ -80,8 +89,10 @@ class Lookup:
         return None
 
     def stale_variants(self, call: Call) -> list[Path]:
-        """The call's variants found stale: a new entry replaces them."""
-        return self.stale.get(call.digest, [])
+        """The call's variants found stale that a new entry replaces: all but the ``KEEP_STALE`` used last (another
+        setup's, whose dependencies hold there)."""
+        stale = sorted(self.stale.get(call.digest, []), key=last_used, reverse=True)
+        return stale[KEEP_STALE:]
 
     def base_holds(self, digest: str) -> Optional[bool]:
         """Whether the base holds; None if it is another setup's (its working directory is another: its entries are
@@ -93,31 +104,66 @@ class Lookup:
             if base is not None and base["cwd"] != self.setting.workdir:
                 self.bases[digest] = None
                 return None
-            reason = "its base is missing or not signed" if base is None else self._base_changed(base)
+            reason = "its base is missing or not signed" if base is None else self._base_changed(digest, base)
             if reason:
                 logging.info("build cache: the entries of base %s do not hold: %s", digest[:12], reason)
             self.bases[digest] = reason is None
         return self.bases[digest]
 
-    def _base_changed(self, base: Base) -> Optional[str]:
+    def _base_changed(self, base_digest: str, base: Base) -> Optional[str]:
         """What of the base no longer holds, None if all of it does."""
         if base["python"]["executable"] != self.setting.executable:
             return f"another Python: {self.setting.executable}, not {base['python']['executable']}"
         if base["sys_path"] != list(self.setting.sys_path):
             return "another sys.path"
-        return env_changed(base["env"]) or self._file_changed(base) or self.recheck.changed(base)
+        return self._changed(f"base {base_digest}", base)
 
     def _deps_hold(self, entry: Entry) -> bool:
-        reason = env_changed(entry["env"]) or self._file_changed(entry) or self.recheck.changed(entry)
+        key = f"deps {entry['deps']}"  # what a build depended on, shared by the builds of one model
+        if key in _residuals:
+            reason = self._changed(key, _residuals[key])
+        else:
+            deps = self.store.deps(entry["deps"])
+            if deps is None:
+                reason = "what it depended on is missing or corrupt"
+            else:
+                reason = self._changed(key, Recorded(**deps, recorded_ns=entry["recorded_ns"]))
         if reason:
             logging.info("build cache: %s(%s) is built again: %s", entry["builder"], entry["arguments"], reason)
         return reason is None
 
+    def _changed(self, key: str, record: Recorded) -> Optional[str]:
+        """What of the record no longer holds, None if all of it does; of a record this process proved before, only
+        what is not settled for the process is taken again."""
+        residual = _residuals.get(key, record)
+        reason = env_changed(record["env"]) or self._file_changed(residual) or self.recheck.changed(residual)
+        if reason is None and key not in _residuals:
+            _residuals[key] = _unsettled(record)
+        return reason
+
     def _file_changed(self, record: Recorded) -> Optional[str]:
         for path, fp in record["files"].items():
+            if (path, tuple(fp)) in _settled_files:
+                continue
             if not self.verifier.unchanged(path, fp, record["recorded_ns"]):
                 return f"{path} changed"
+            if path.startswith(INSTALLED):
+                _settled_files.add((path, tuple(fp)))
         return None
+
+
+def _unsettled(record: Recorded) -> Recorded:
+    """The part of a record that holds which is taken again at each lookup: what is not settled for the process."""
+    return Recorded(
+        files={path: fp for path, fp in record["files"].items() if (path, tuple(fp)) not in _settled_files},
+        probes={path: what for path, what in record["probes"].items() if (path, what) not in settled_probes},
+        listings={
+            path: digest for path, digest in record["listings"].items() if (path, digest) not in settled_listings
+        },
+        modules=[probe for probe in record["modules"] if (probe[0], tuple(probe[1])) not in settled],
+        env=record["env"],
+        recorded_ns=record["recorded_ns"],
+    )
 
 
 def env_changed(env: dict[str, Optional[str]]) -> Optional[str]:

@@ -9,6 +9,7 @@ import hashlib
 import importlib.machinery
 import os
 import stat
+import sysconfig
 from typing import Iterable, Optional
 
 #: os.stat before :mod:`.record` wraps it: what probes itself is not recorded.
@@ -57,3 +58,12 @@ def forget_listings(paths: Iterable[str]) -> None:
         finder = importlib.machinery.PathFinder._path_importer_cache(path)  # type: ignore[attr-defined]
         if finder is not None and hasattr(finder, "invalidate_caches"):
             finder.invalidate_caches()
+
+
+def installed_roots() -> tuple[str, ...]:
+    """The directories of this Python's installed packages and standard library (site-packages, ``lib/python3.x``),
+    as given and as their real paths, each ending in a separator (a prefix of the paths under them)."""
+    paths = sysconfig.get_paths()
+    roots = {paths[name] for name in ("stdlib", "platstdlib", "purelib", "platlib") if name in paths}
+    roots |= {os.path.realpath(root) for root in roots}
+    return tuple(os.path.join(root, "") for root in sorted(roots))

@@ -6,25 +6,72 @@ A resolution rests on the directories searched (the import system finds a module
 removing or renaming one changes the directory's ctime) and on each candidate it found there (``name``,
 ``name.py``, ... and a package's ``__init__`` files, stat'ed as the import system takes them: a link's target). Those
 stats are taken before the resolution and trusted under the rule of :mod:`.fingerprint` (equal in every field, the
-ctime well before they were taken): anything else is resolved again."""
+ctime well before they were taken): anything else is resolved again. The proofs are kept between processes
+(:mod:`.proofs`), under the same rule, so that a manager's start does not resolve its thousands of names again.
+
+A resolution that rests only on the Python's installed packages and standard library (:func:`.probes.installed_roots`:
+a name in torch's packages, looked for in ``torch/nn``), once proven, is settled for the process: not stat'ed again in
+it, as the process's own imports from there are not taken again either. Every other resolution (a name looked for on
+``sys.path``, whose entries include the setup's ``recipe/``) is proven at every round."""
 
 from __future__ import annotations
 
+import atexit
 import importlib.machinery
 import os
+import sys
 import time
 from typing import Optional
 
-from i6_rc_jobs._builds import probes
+from i6_rc_jobs._builds import probes, proofs
 from i6_rc_jobs._builds.fingerprint import RACY_NS
 from i6_rc_jobs._builds.json_records import Recorded
 
 #: A stat as compared: (mode, dev, ino, size, mtime_ns, ctime_ns), None if nothing is there.
 Stat = Optional[tuple[int, ...]]
 
-#: Module resolutions this process proved: (name, path searched) -> (where it resolved, the stats it rests on, when
-#: they were taken).
-_resolved: dict[tuple[str, tuple[str, ...]], tuple[Optional[list], dict[str, Stat], int]] = {}
+#: Module resolutions this process proved (those of earlier processes are read from the kept proofs): (name, path
+#: searched) -> (where it resolved, the stats it rests on, when they were taken).
+_resolved: dict[proofs.Key, proofs.Proof] = {}
+#: What is settled for the process: resolutions proven that rest only on installed paths, and the probes and listings
+#: of installed paths found as recorded.
+settled: set[proofs.Key] = set()
+settled_probes: set[tuple[str, Optional[str]]] = set()
+settled_listings: set[tuple[str, Optional[str]]] = set()
+#: The installed packages' and standard library's directories.
+INSTALLED = probes.installed_roots()
+#: Seconds between writes of the kept proofs (a write that would come sooner waits for a later round or the exit).
+_SAVE_EVERY_S = 5.0
+
+
+class _Kept:
+    """The kept proofs' file: read once per process, written when this process proved names it did not hold."""
+
+    kept: Optional[proofs.Kept] = None
+    unsaved = False
+    saved_at = 0.0
+    at_exit = False
+
+
+def _kept() -> proofs.Kept:
+    if _Kept.kept is None:
+        _Kept.kept = proofs.load(proofs.proofs_path())
+    return _Kept.kept
+
+
+def keep_proofs() -> None:
+    """Keeps the proofs for later processes, if this one made new ones: now, or at exit if the last write was less
+    than ``_SAVE_EVERY_S`` ago (a config that makes one job at a time looks up after each)."""
+    if not _Kept.unsaved:
+        return
+    if time.monotonic() - _Kept.saved_at < _SAVE_EVERY_S:
+        if not _Kept.at_exit:
+            _Kept.at_exit = True
+            atexit.register(keep_proofs)
+        return
+    _Kept.unsaved = False
+    _Kept.saved_at = time.monotonic()
+    proofs.save(proofs.proofs_path(), dict(_resolved), _kept())
 
 
 class Recheck:
@@ -35,21 +82,29 @@ class Recheck:
         self._kinds: dict[str, Optional[str]] = {}
         self._listings: dict[str, Optional[str]] = {}
         self._listings_at: dict[str, tuple[Stat, frozenset[str], int]] = {}
+        self._proofs: dict[proofs.Key, Optional[proofs.Proof]] = {}
 
     def changed(self, record: Recorded) -> Optional[str]:
         """What of the probes, listings and module resolutions ``record`` holds no longer holds, None if all does."""
         for path, found in record["probes"].items():
+            if (path, found) in settled_probes:
+                continue
             if self._kind(path) != found:
                 return f"{path} is now {self._kind(path) or 'missing'}, was {found or 'missing'}"
+            if path.startswith(INSTALLED):
+                settled_probes.add((path, found))
         for path, digest in record["listings"].items():
+            if (path, digest) in settled_listings:
+                continue
             if self._listing(path) != digest:
                 return f"the names in {path} changed"
-        proofs = {(name, tuple(path)): self._proof(name, path) for name, path, _ in record["modules"]}
-        probes.forget_listings(
-            {directory for (_, path), proof in proofs.items() if proof is None for directory in path}
-        )
-        for name, path, found in record["modules"]:
-            proof = proofs[name, tuple(path)]
+            if path.startswith(INSTALLED):
+                settled_listings.add((path, digest))
+        keys = [(name, tuple(path)) for name, path, _ in record["modules"]]
+        unproven = {key for key in keys if self._proof(key) is None}
+        probes.forget_listings({directory for _, path in unproven for directory in path})
+        for key, (name, path, found) in zip(keys, record["modules"]):
+            proof = self._proof(key) if key not in unproven else None
             now = proof[0] if proof is not None else self._resolve(name, path)
             if now != found:
                 return f"module {name} now resolves to {(now or ['nothing'])[0]}, was {(found or ['nothing'])[0]}"
@@ -70,14 +125,24 @@ class Recheck:
             self._stats[path] = _stat(path)
         return self._stats[path]
 
-    def _proof(self, name: str, path: list[str]) -> Optional[tuple]:
-        """This process's resolution of the name on the path if every stat it rests on holds, else None."""
-        proof = _resolved.get((name, tuple(path)))
-        if proof is None:
-            return None
-        _, stats, at = proof
-        holds = all(self._stat(where) == was and (was is None or was[5] < at - RACY_NS) for where, was in stats.items())
-        return proof if holds else None
+    def _proof(self, key: proofs.Key) -> Optional[proofs.Proof]:
+        """The kept resolution of the name on the path if every stat it rests on holds, else None (once per round)."""
+        if key in settled:
+            return _resolved[key]
+        if key not in self._proofs:
+            proof = _resolved.get(key) or _kept().get(key)
+            if proof is not None:
+                _, stats, at = proof
+                if not all(
+                    self._stat(where) == was and (was is None or was[5] < at - RACY_NS) for where, was in stats.items()
+                ):
+                    proof = None
+                else:
+                    _resolved[key] = proof
+                    if all(where.startswith(INSTALLED) for where in stats):
+                        settled.add(key)
+            self._proofs[key] = proof
+        return self._proofs[key]
 
     def _resolve(self, name: str, path: list[str]) -> Optional[list]:
         """Resolves the name and keeps the proof, with the stats taken before (a change while resolving moves a
@@ -85,7 +150,9 @@ class Recheck:
         stats, at = self._rests_on(name, path)
         self._stats.update(stats)
         found = probes.resolve(name, path)
-        _resolved[name, tuple(path)] = (found, stats, at)
+        key = (name, tuple(map(sys.intern, path)))  # (interned: kept once in the file)
+        _resolved[key] = self._proofs[key] = (found, stats, at)
+        _Kept.unsaved = True
         return found
 
     def _rests_on(self, name: str, path: list[str]) -> tuple[dict[str, Stat], int]:
@@ -95,18 +162,18 @@ class Recheck:
         suffixes = importlib.machinery.all_suffixes()
         at = time.time_ns()
         stats: dict[str, Stat] = {}
-        for directory in path:
+        for directory in map(sys.intern, path):
             stats[directory], names, listed_at = self._listed(directory)
             at = min(at, listed_at)
             candidates = [tail + suffix for suffix in ["", *suffixes] if tail + suffix in names]
             for candidate in candidates:
-                stats[os.path.join(directory, candidate)] = _stat(os.path.join(directory, candidate))
-            package = os.path.join(directory, tail)
+                stats[sys.intern(os.path.join(directory, candidate))] = _stat(os.path.join(directory, candidate))
+            package = sys.intern(os.path.join(directory, tail))
             if tail in names:
                 stats[package], inside, listed_at = self._listed(package)
                 at = min(at, listed_at)
                 for init in ("__init__" + suffix for suffix in suffixes if "__init__" + suffix in inside):
-                    stats[os.path.join(package, init)] = _stat(os.path.join(package, init))
+                    stats[sys.intern(os.path.join(package, init))] = _stat(os.path.join(package, init))
         return stats, at
 
     def _listed(self, directory: str) -> tuple[Stat, frozenset[str], int]:

@@ -33,7 +33,7 @@ import types
 from typing import Any, Mapping, Optional
 
 from i6_rc_jobs._util.loaded_modules import module_files_since, module_value
-from i6_rc_jobs._builds import in_build, job_paths, record
+from i6_rc_jobs._builds import in_build, job_paths, probes, record
 from i6_rc_jobs._builds.fingerprint import Fingerprint, Kept, fingerprint, kept_path
 from i6_rc_jobs._builds.json_records import Base, Deps, Python, Request, Setup
 from i6_rc_jobs._builds.store import FORMAT, PRIVATE
@@ -162,6 +162,26 @@ def _result_class(name: str) -> type:
     return found
 
 
+def _bytecode_of_installed_only(nowhere: str) -> None:
+    """In a build: the setup's code (recipe/, checkouts) is compiled from its source, never taken from a ``.pyc`` of
+    an edit that kept the source's mtime and size (its bytecode is looked for under ``nowhere``, which holds none);
+    the installed packages and the standard library (librosa, scipy: seconds of compiling) use their ``__pycache__``
+    as any import does. Nothing is written."""
+    external: Any = importlib._bootstrap_external
+    under_prefix = external.cache_from_source
+    installed = probes.installed_roots()
+    sys.dont_write_bytecode = True
+    sys.pycache_prefix = nowhere
+
+    def cache_from_source(path: Any, debug_override: Any = None, *, optimization: Any = None) -> str:
+        cached = under_prefix(path, debug_override, optimization=optimization)
+        if not os.path.abspath(os.fspath(path)).startswith(installed):
+            return cached
+        return os.path.join(os.path.dirname(os.fspath(path)), "__pycache__", os.path.basename(cached))
+
+    external.cache_from_source = cache_from_source
+
+
 def _build(
     directory: str, base: Base, results: tuple[type, ...], started_ns: int, environ: dict[str, str], digest_fd: int
 ) -> int:
@@ -173,8 +193,7 @@ def _build(
 
     in_build.enter()
     record.set_environment(environ)
-    sys.dont_write_bytecode = True
-    sys.pycache_prefix = os.path.join(directory, "no-bytecode")  # never a stale .pyc of an edit that kept the mtime
+    _bytecode_of_installed_only(os.path.join(directory, "no-bytecode"))
     with open(os.path.join(directory, "call.pickle"), "rb") as f:
         builder, args, kwargs = pickle.load(f)
     _memo_new_module_files()

@@ -7,7 +7,7 @@ the umask gives, complete directories renamed into place, locks that the kernel 
 
 - ``key``: 32 random bytes, readable by the user (and the group, if the umask lets the group read), by nobody else;
 - ``entries/<call key>/<variant>/``: one build: ``entry.json`` (builder, arguments, the base it was built on, the
-  files and environment variables it depended on beyond that base, digests of the other files), ``entry.sig`` (an
+  SHA-256 of what it depended on beyond that base, digests of the other files), ``entry.sig`` (an
   HMAC-SHA256 with the key of the format, the SHA-256 of ``call.pickle`` and entry.json: an entry copied under
   another call is refused), ``result.pickle``, ``call.pickle`` (the exact pickled call: builder and arguments),
   ``log`` and ``used`` (touched at each use, for ``--prune``). The call key is the Sisyphus hash of the call, which
@@ -15,6 +15,9 @@ the umask gives, complete directories renamed into place, locks that the kernel 
   by the digest of the pickled call;
 - ``bases/<digest>.json`` and ``.sig``: what the build server had loaded before it forked a build (the libraries),
   shared by the builds it made;
+- ``deps/<digest>.json``: what a build depended on beyond its base (the files it loaded and read, what it looked
+  for, the environment variables it read), named by its SHA-256, which the signed entry gives: shared by the
+  builds of one model with other arguments, and proven once per process for all of them;
 - ``locks/<call key>.lock``, ``tmp/``, ``failed/<call key>.log`` (the output of the last failed build).
 
 Who may share it: the user and the users of a group the user is in (they share the key, so they could sign anything
@@ -40,11 +43,11 @@ from typing import Iterator, Literal, Optional
 from i6_rc_jobs._util.atomic_dir import into_place, partial_dir
 from i6_rc_jobs._util.atomic_file import write_atomically
 from i6_rc_jobs._imports.cache import cache_root as imports_cache_root
-from i6_rc_jobs._builds.json_records import Base, Entry, NewEntry
+from i6_rc_jobs._builds.json_records import Base, Entry, EntryDeps, NewEntry
 
 ENV = "I6_RC_BUILD_CACHE"
 #: The format of entries and bases, part of what is signed: entries of another format are not read, but rebuilt.
-FORMAT = 3
+FORMAT = 4
 #: The mode of the cache's files, less the umask: the user's and the group's (who share the key), nobody else's.
 PRIVATE = 0o660
 
@@ -220,6 +223,25 @@ class Store:
             return None
         base: Base = json.loads(data)
         return base if base.get("format") == FORMAT else None
+
+    # -- what entries depended on -------------------------------------------------------------------------------
+
+    def put_deps(self, deps: EntryDeps) -> str:
+        """Keeps what a build depended on (once per content) and returns its SHA-256, which its entry names."""
+        data = json.dumps(deps, sort_keys=True).encode()
+        digest = sha256_hex(data)
+        path = self.directory("deps", make=True) / f"{digest}.json"
+        if self.deps(digest) is None:
+            write_atomically(path, data, PRIVATE)
+        return digest
+
+    def deps(self, digest: str) -> Optional[EntryDeps]:
+        """What an entry depended on, if the file holds the content of that SHA-256 (the signed entry names it)."""
+        try:
+            data = (self.directory("deps") / f"{digest}.json").read_bytes()
+        except OSError:  # missing, or a stray file in the directory's place
+            return None
+        return json.loads(data) if sha256_hex(data) == digest else None
 
     # -- entries ------------------------------------------------------------------------------------------------
 

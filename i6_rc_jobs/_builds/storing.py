@@ -14,7 +14,7 @@ from typing import Any
 from i6_rc_jobs._builds import job_paths
 from i6_rc_jobs._builds.call import Call
 from i6_rc_jobs._builds.errors import BuildError, tail
-from i6_rc_jobs._builds.json_records import Deps, NewEntry
+from i6_rc_jobs._builds.json_records import Deps, EntryDeps, NewEntry
 from i6_rc_jobs._builds.server_link import Ended, ServerLink
 from i6_rc_jobs._builds.store import Store, say_unwritable, sha256_hex
 
@@ -79,20 +79,23 @@ def finish(
     deps: Deps = json.loads(deps_data)
     (partial / "deps.json").unlink()
     if keep and not (deps["changed_while_building"] or server.changed_while_loading):
-        entry = NewEntry(
-            builder=call.name,
-            arguments=call.description,
-            key=call.key,
-            base=server.base_digest,
+        depended = EntryDeps(
             files=deps["files"],
             probes=deps["probes"],
             listings=deps["listings"],
             modules=deps["modules"],
             env=deps["env"],
-            recorded_ns=deps["recorded_ns"],
-            sis_hash=deps["sis_hash"],
         )
         try:
+            entry = NewEntry(
+                builder=call.name,
+                arguments=call.description,
+                key=call.key,
+                base=server.base_digest,
+                deps=store.put_deps(depended),
+                recorded_ns=deps["recorded_ns"],
+                sis_hash=deps["sis_hash"],
+            )
             store.put(call.key, partial, entry, result, (partial / "call.pickle").read_bytes())
         except OSError as e:  # a disk that filled up while the build ran: the result is still good
             say_unwritable(store.root, e)

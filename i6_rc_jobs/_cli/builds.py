@@ -143,15 +143,15 @@ def _modified(path: Path) -> float:
 
 def _prune(store: Store, age: float) -> int:
     now = time.time()
-    kept_bases = set()
+    kept: set[str] = set()
     for variant, entry in _entries(store):
         if last_used(variant) < now - age:
             store.remove(variant)
             print(f"removed {variant}")
         elif entry is not None:
-            kept_bases.add(entry["base"])
-    bases = [path for path in (store.root / "bases").glob("*.*") if path.stem not in kept_bases]
-    for path in bases + list((store.root / "failed").glob("*.log")):
+            kept.update((entry["base"], entry["deps"]))
+    unused = [path for part in ("bases", "deps") for path in (store.root / part).glob("*.*") if path.stem not in kept]
+    for path in unused + list((store.root / "failed").glob("*.log")):
         if _modified(path) < now - age:
             path.unlink(missing_ok=True)
     shutil.rmtree(store.partial("prune"))  # making it removes what dead processes of this host left in tmp/

@@ -6,6 +6,7 @@ the setup's own code may not, and its build fails with one line that names where
 from __future__ import annotations
 
 import contextlib
+import functools
 import os
 import platform
 import socket
@@ -40,6 +41,7 @@ def refused(is_setup_file: Callable[[str], bool]) -> Iterator[list[str]]:
     patched: list[tuple[Any, str, Any]] = []
 
     def refusing(owner: Any, attribute: str, function: Any) -> Callable[..., Any]:
+        @functools.wraps(function)  # (torch._dynamo, first imported in a build, reads mps.is_available.__wrapped__)
         def asking(*args: Any, **kwargs: Any) -> Any:
             caller = sys._getframe(1)
             if is_setup_file(caller.f_code.co_filename):

@@ -1,6 +1,9 @@
 """
-Real returnn_common models of i6 researchers, copied from rwth-i6/i6_experiments (``users/*``, 2022-2023), one module
-per model; each module's docstring names its source paths and lists every change made to the researcher's code.
+Real returnn_common models of i6 researchers (rwth-i6/i6_experiments, ``users/*``, 2022-2023), one module per model.
+The researchers' code is not copied here: each module loads it from the pinned i6_experiments checkout
+(:mod:`tests.real_models.checkout`), with the adaptations its docstring names and says why (returnn_common's API renames
+since, imports of the Sisyphus side of a setup dropped), and builds it from extern data and options of the
+researcher's setup, some sizes scaled down for the tests' runtime.
 
 Every module exposes ``KIND`` (what the model is), ``SOURCE`` (its main source path), ``TRAINS`` (None if a step of
 training on generated data is possible, else why not), ``SEQ_LENS`` (the ``seq_lens`` of RETURNN's
@@ -10,9 +13,6 @@ stage (an epoch from which the net is used, ``"recog"`` or ``"align"``) the raw 
 returnn_common with the real RETURNN ``Dim`` objects. Each stage is built from a fresh
 ``nn.reset_default_root_name_ctx()``; the extern data dims are made once per ``build()`` and shared by all stages, as
 the dims of a config's ``extern_data`` are shared by the nets its ``get_network(epoch)`` builds.
-
-The researchers' code is formatted with black (line length 120), as this repository's style requires: only quotes,
-trailing commas and line breaks change.
 """
 
 from __future__ import annotations
