@@ -203,6 +203,33 @@ class _OneBatch:
         batch = self.batches[step]
         rnn.engine._create_data_loader = lambda *_args, **_kwargs: [batch]
 
+    def take_batches(self) -> None:
+        """The first batch of each step's dataset (:meth:`_dataset_keys`); a forward of a config that also trains
+        and names no dataset of its own takes the train batch."""
+        import returnn.__main__ as rnn
+        from returnn.datasets.basic import init_dataset
+
+        config = rnn.config
+        keys = self._dataset_keys(config)
+        for step, key in keys.items():
+            if not config.bool_or_other(key, None):
+                raise CheckError(f"the config has no {key!r} dataset to take a batch from")
+            dataset = init_dataset(config.opt_typed_value(key), default_kwargs={"name": key})
+            batch = next(iter(self._loader(dataset, step)), None)
+            if batch is None:
+                raise CheckError(f"the {key!r} dataset gives no batch")
+            self.datasets[step], self.batches[step] = dataset, batch
+        if self.forwards and "forward" not in keys:
+            self.datasets["forward"], self.batches["forward"] = self.datasets["train"], self.batches["train"]
+
+    def _dataset_keys(self, config: Any) -> dict[str, str]:
+        """Step ("train", "forward") -> the config key of its dataset, the engine set to epoch 1."""
+        raise NotImplementedError
+
+    def _loader(self, dataset: Any, step: str) -> Any:
+        """The engine's data loader of ``dataset`` for ``step``."""
+        raise NotImplementedError
+
 
 class UpstreamEngine(_OneBatch):
     """The stages with RETURNN's own torch engine (``returnn.torch.engine.Engine``), as rnn.py runs a config with
@@ -263,28 +290,22 @@ class UpstreamEngine(_OneBatch):
                     _assigned_at(self.config_file, "extern_data"),
                 ) from exc
 
-    def take_batches(self) -> None:
-        """The train batch from ``train``; the forward batch from ``forward_data`` (default ``eval``) as rnn.py's
-        forward task takes it, or, for a config that also trains and names no ``forward_data``, the train batch."""
+    def _dataset_keys(self, config: Any) -> dict[str, str]:
+        """``train``; for forwarding ``forward_data`` (default ``eval``) as rnn.py's forward task takes it, none for a
+        config that also trains and names no ``forward_data``."""
         import returnn.__main__ as rnn
-        from returnn.datasets.basic import init_dataset
 
-        config = rnn.config
         rnn.engine.set_epoch(1)  # the epoch the datasets' sequence order is for (the loaders' workers read it)
         keys = {"train": "train"} if self.trains else {}
         if self.forwards and not (self.trains and not config.has("forward_data")):
             forward_data = config.value("forward_data", "eval")
             keys["forward"] = forward_data if forward_data in ("train", "dev", "eval") else "forward_data"
-        for step, key in keys.items():
-            if not config.bool_or_other(key, None):
-                raise CheckError(f"the config has no {key!r} dataset to take a batch from")
-            dataset = init_dataset(config.opt_typed_value(key), default_kwargs={"name": key})
-            batch = next(iter(rnn.engine._create_data_loader(dataset, train=step == "train")), None)
-            if batch is None:
-                raise CheckError(f"the {key!r} dataset gives no batch")
-            self.datasets[step], self.batches[step] = dataset, batch
-        if self.forwards and "forward" not in keys:
-            self.datasets["forward"], self.batches["forward"] = self.datasets["train"], self.batches["train"]
+        return keys
+
+    def _loader(self, dataset: Any, step: str) -> Any:
+        import returnn.__main__ as rnn
+
+        return rnn.engine._create_data_loader(dataset, train=step == "train")
 
     def construct_model(self) -> dict[str, list[int]]:
         import returnn.__main__ as rnn
@@ -373,26 +394,21 @@ class MiniReturnnEngine(_OneBatch):
         if extern_data is not None and not isinstance(extern_data, dict):
             raise CheckError(f"extern_data is {type(extern_data).__name__}, not a dict", "")
 
-    def take_batches(self) -> None:
-        """The first batch of ``train`` and of ``forward`` (the dataset MiniReturnn's forward task reads)."""
+    def _dataset_keys(self, config: Any) -> dict[str, str]:
+        """``train``; for forwarding ``forward``, the dataset MiniReturnn's forward task reads (none for a config
+        that also trains and names no ``forward``)."""
         import returnn.__main__ as rnn
-        from returnn.datasets.basic import init_dataset
 
-        config = rnn.config
         rnn.engine._epoch_mp_shared.value = 1
         keys = {"train": "train"} if self.trains else {}
         if self.forwards and not (self.trains and not config.has("forward")):
             keys["forward"] = "forward"
-        for step, key in keys.items():
-            if not config.bool_or_other(key, None):
-                raise CheckError(f"the config has no {key!r} dataset to take a batch from")
-            dataset = init_dataset(config.opt_typed_value(key), default_kwargs={"name": key})
-            batch = next(iter(rnn.engine._create_data_loader(dataset)), None)
-            if batch is None:
-                raise CheckError(f"the {key!r} dataset gives no batch")
-            self.datasets[step], self.batches[step] = dataset, batch
-        if self.forwards and "forward" not in keys:
-            self.datasets["forward"], self.batches["forward"] = self.datasets["train"], self.batches["train"]
+        return keys
+
+    def _loader(self, dataset: Any, step: str) -> Any:
+        import returnn.__main__ as rnn
+
+        return rnn.engine._create_data_loader(dataset)
 
     def construct_model(self) -> dict[str, list[int]]:
         import returnn.__main__ as rnn
