@@ -38,6 +38,40 @@ def test_the_usage_snippet_runs_as_written_and_returnn_constructs_what_it_makes(
     assert "constructed {1: [" in done.stdout and "'output'" in done.stdout, done.stdout
 
 
+#: Makes ``import torch`` fail, as in a Python without it.
+NO_TORCH = textwrap.dedent("""
+    import sys
+
+
+    class NoTorch:
+        def find_spec(self, name, path=None, target=None):
+            if name.partition(".")[0] == "torch":
+                raise ImportError(f"no torch in this Python: {name}")
+
+
+    sys.meta_path.insert(0, NoTorch())
+    """)
+
+
+def test_a_setup_of_net_dicts_needs_no_torch(tmp_path):
+    """The usage snippet (a returnn_common net dict: serialized, hashed, written, constructed by RETURNN with
+    TensorFlow) in a Python that cannot import torch."""
+    check = textwrap.dedent("""
+
+        from i6_rc_jobs._verify.returnn_check import construct_networks
+        from i6_rc_jobs.jobs.config_file import write_config_file
+
+        write_config_file(config, "returnn.config")
+        print("hash", serializer._sis_hash()[:20], "constructed", construct_networks("returnn.config", quiet=True))
+        print("torch" in sys.modules)
+        """)
+    env = dict(os.environ, PYTHONPATH=str(REPO), CUDA_VISIBLE_DEVICES="", TF_CPP_MIN_LOG_LEVEL="3")
+    program = NO_TORCH + usage_snippet() + check
+    done = subprocess.run([sys.executable, "-c", program], cwd=tmp_path, env=env, capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert "constructed {1: [" in done.stdout and done.stdout.splitlines()[-1] == "False", done.stdout
+
+
 def test_the_documented_error_for_a_lambda_in_the_dicts_is_the_one_users_get(tmp_path):
     """The example message in the docs, against the real one: a lambda in a net dict of a module ``model.py``."""
     spans = []
