@@ -567,3 +567,30 @@ def test_a_model_given_a_job_output_that_does_not_exist_yet_hashes_alike_before_
         "print(json.dumps(config.typed_value('get_model')().priors.tolist()))\n"
     )
     assert job(setup_dir) == [0.25, 0.75]
+
+
+#: A get_model that cannot be built without an option of the job's config.
+NEEDY_MODEL = textwrap.dedent("""
+    import torch
+    from returnn.config import get_global_config
+
+
+    def get_model(*, epoch, step, **_kwargs):
+        sizes = get_global_config().typed_value("sizes")
+        return torch.nn.Linear(sizes["in"], sizes["out"])
+    """)
+
+
+def test_a_model_that_needs_an_option_of_the_jobs_config_to_be_built_is_built_with_it(setup_dir):
+    (setup_dir / "config_model.py").write_text(NEEDY_MODEL)
+    (setup_dir / "manager.py").write_text(CONFIG_MANAGER)
+    first = manager(setup_dir, "config.py", json.dumps({"sizes": {"in": 3, "out": 5}, "learning_rate": 0.1}))
+    assert "its build failed" not in first["log"]  # (the build without the job's config did fail: not said)
+    other = manager(setup_dir, "other.py", json.dumps({"sizes": {"in": 3, "out": 6}, "learning_rate": 0.1}))
+    assert other["hash"] != first["hash"]
+    (setup_dir / "job.py").write_text(
+        "import json, sys\nfrom returnn.config import Config, global_config_ctx\nconfig = Config()\n"
+        "config.load_file(sys.argv[1])\nwith global_config_ctx(config):\n"
+        "    print(json.dumps(list(config.typed_value('get_model')(epoch=1, step=0).weight.shape)))\n"
+    )
+    assert job(setup_dir, "other.py") == [6, 3]

@@ -23,6 +23,8 @@ from i6_rc_jobs._serialization.pinned_code import CodePins
 #: The markers made and not yet resolved: the first that is resolved resolves them all, in one ``build_many`` (the
 #: files every build shares are checked once).
 _pending: "weakref.WeakSet[ByContent]" = weakref.WeakSet()
+#: The failures logged so far (once each, where a marker is hashed by one).
+_logged: set[str] = set()
 #: A frame of a traceback, and the files of frames that are not the setup's own.
 _FRAME = re.compile(r'^\s*File "(?P<file>[^"]+)", line (?P<line>\d+)')
 _NOT_OWN = re.compile(r"[/\\](site-packages|lib/python3\.\d+|i6_rc_jobs|returnn|torch)[/\\]|^<frozen ")
@@ -96,22 +98,24 @@ class ByContent:
     def fingerprint(self) -> CodeFingerprint:
         """The code it runs, recorded by a build (cached: warm, a lookup that proves the files unchanged); a failed
         build raises its line (:attr:`failure`). Where construction read the RETURNN config and the job's config is
-        known (while a config that holds the marker is hashed or written), the code as built with that config."""
+        known (while a config that holds the marker is hashed or written), the code as built with that config; where
+        the build without the job's config failed, it is built with all of it (construction may need an option)."""
         self._resolve()
-        if self.failure is not None:
-            raise BuildError(self.failure)
-        assert self._fingerprint is not None
         job = JOB_CONFIG.get()
+        if self.failure is not None:
+            if job is None:
+                raise BuildError(self.failure)
+            return self._in_config(*job, read=set(job[0]) | job[1])
+        assert self._fingerprint is not None
         if not self._fingerprint.config_read or job is None:
             return self._fingerprint
-        return self._in_config(*job)
+        return self._in_config(*job, read=set(self._fingerprint.config_read))
 
-    def _in_config(self, options: dict[str, Any], unavailable: frozenset[str]) -> CodeFingerprint:
-        """The fingerprint of the code built with the job's options that construction looks up, built again while
-        it looks up others (an option may lead to more); kept per options given, as the marker's own is."""
-        assert self._fingerprint is not None
+    def _in_config(self, options: dict[str, Any], unavailable: frozenset[str], read: set[str]) -> CodeFingerprint:
+        """The fingerprint of the code built with the job's options ``read`` (those construction looks up), built
+        again while it looks up others (an option may lead to more); kept per options given, as the marker's own
+        is."""
         configured: dict[str, Union[CodeFingerprint, str]] = self.__dict__.setdefault("_configured", {})
-        read = set(self._fingerprint.config_read)
         for _ in range(CONFIG_ROUNDS):
             given = options_text({key: options[key] for key in read if key in options}, unavailable & read)
             if given not in configured:
@@ -127,11 +131,9 @@ class ByContent:
         raise BuildError(f"{self!r}: its construction reads other config options at each of {CONFIG_ROUNDS} builds")
 
     def _kept(self, recorded: Union[RecordedCode, BuildError]) -> Union[CodeFingerprint, str]:
-        """The fingerprint of a build, its snapshots stored; or the line of its failure, logged."""
+        """The fingerprint of a build, its snapshots stored; or the line of its failure."""
         if isinstance(recorded, BuildError):
-            failure = f"{self!r}: its build failed: {failure_line(str(recorded))}"
-            logging.error(f"{failure} (its jobs fail with this line; the other jobs go on)")
-            return failure
+            return f"{self!r}: its build failed: {failure_line(str(recorded))}"
         root = snapshots.snapshot_root()
         for name, module in recorded.fingerprint.modules.items():
             snapshots.store(root, name, module["package"], recorded.sources[name])
@@ -165,6 +167,9 @@ class ByContent:
             code = self.fingerprint().digest
         except BuildError as e:
             code = f"failed: {e}"
+            if str(e) not in _logged:
+                _logged.add(str(e))
+                logging.error(f"{e} (its jobs fail with this line; the other jobs go on)")
         return sis_hash_helper(("by_content", (f"{self.module}.{self.qualname}", self.args, self.kwargs, code)))
 
     def config_reference(self) -> Any:
