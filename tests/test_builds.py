@@ -895,52 +895,130 @@ PROOFS_MANAGER = textwrap.dedent("""
     import json, sys
     sys.path[:0] = [{recipe!r}, {repo!r}]
     from i6_rc_jobs import Builds
-    from i6_rc_jobs._builds import probes
-    resolved = []
-    real = probes.resolve
-    probes.resolve = lambda name, path: resolved.append(name) or real(name, path)
+    from i6_rc_jobs._builds import fingerprint, probes, proofs
+    resolved, read, proofs_read = [], [], []
+    real = probes.resolve, fingerprint.digest, proofs.load
+    probes.resolve = lambda name, path: resolved.append(name) or real[0](name, path)
+    fingerprint.digest = lambda path: read.append(path) or real[1](path)
+    proofs.load = lambda path: proofs_read.append(path) or real[2](path)
     import bmodels
     result = Builds(cache={cache!r}, workers=2).build(bmodels.lstm, {layers!r})
-    print(json.dumps([result._sis_hash().decode(), len(resolved)]), flush=True)
+    print(json.dumps([result._sis_hash().decode(), len(resolved), len(read), len(proofs_read)]), flush=True)
     """)
 
 
-def test_a_second_process_takes_the_module_proofs_the_first_kept_and_a_change_still_shows(setup, tmp_path):
-    """A manager's start resolves the module names its entries looked for and keeps the proofs: the next start
-    resolves none, unless a directory they rest on changed (then those names again); a kept proof never hides a
-    module that now shadows another, nor is a file of kept proofs that others could write used. (A change elsewhere
-    on this machine to a directory on sys.path makes a start resolve names again: the test's are its own.)"""
-    recipe, builds, bmodels = setup
-    before = _hash(_lstm(builds, recipe, bmodels))
-    environ = dict(os.environ, HOME=str(tmp_path / "home"))
+def _manager(setup, home: Path, verdicts: bool = True):
+    """A manager's start in a process of its own, as a function: (the result's hash, names resolved, files read,
+    module proofs read), each start after the stats it would trust are old enough; without ``verdicts``, each start
+    finds none kept (it proves its records item by item)."""
+    recipe, builds, _ = setup
+    environ = dict(os.environ, HOME=str(home))
     code = PROOFS_MANAGER.format(
         recipe=str(recipe), repo=str(REPO), cache=str(builds.cache), layers=str(recipe / "layers.txt")
     )
 
-    def manager() -> tuple[str, int]:
-        time.sleep(RACY_NS / 1e9)  # the stats the proofs rest on are old enough to be trusted
+    def manager() -> tuple[str, int, int, int]:
+        time.sleep(RACY_NS / 1e9)
+        if not verdicts:
+            for kept in (home / ".cache" / "i6_rc_jobs").glob("verdicts-*"):
+                shutil.rmtree(kept)
         done = subprocess.run([sys.executable, "-c", code], env=environ, capture_output=True, text=True, timeout=600)
         assert done.returncode == 0, done.stderr[-3000:]
-        found, resolved = json.loads(done.stdout.splitlines()[-1])
-        return found, resolved
+        found, resolved, read, proofs_read = json.loads(done.stdout.splitlines()[-1])
+        return found, resolved, read, proofs_read
 
-    first, resolved_first = manager()
-    second, resolved_second = manager()
+    return manager
+
+
+def test_a_second_process_takes_the_module_proofs_the_first_kept_and_a_change_still_shows(setup, tmp_path):
+    """A manager's start resolves the module names its entries looked for and keeps the proofs: the next start
+    resolves none, unless a directory they rest on changed (then those names again, once); a kept proof never hides a
+    module that now shadows another, nor is a file of kept proofs that others could write used. (A change elsewhere
+    on this machine to a directory on sys.path makes a start resolve names again: the test's are its own. No start
+    here finds a verdict kept, which would spare it the proofs.)"""
+    recipe, builds, bmodels = setup
+    before = _hash(_lstm(builds, recipe, bmodels))
+    manager = _manager(setup, tmp_path / "home", verdicts=False)
+    first, resolved_first, *_ = manager()
+    second, resolved_second, *_ = manager()
     assert (first, second) == (before, before) and resolved_first > 0 and resolved_second == 0
     (kept,) = (tmp_path / "home" / ".cache" / "i6_rc_jobs").glob("module-proofs-*.marshal")
     os.chmod(kept, 0o622)
     assert manager()[1] > 0  # not used: others could have written it
     _edit(recipe / "bnew.py", "FACTOR = 2\n")  # a name added to a directory on sys.path
-    unrelated, resolved_again = manager()  # (the entry may be rebuilt: a build lists the directory)
+    unrelated, resolved_again, *_ = manager()  # (the entry may be rebuilt: a build lists the directory)
     assert unrelated == before and 0 < resolved_again < resolved_first
+    manager()  # (resolves the names of the rebuilt entry's record, new to a manager)
+    assert manager()[1] == 0  # the names of the changed directory are proven again: kept from then on
     built = build_recipes.builds(recipe)
     (recipe / "bhelper").mkdir()  # a package is found before the module of its name
     (recipe / "bhelper" / "__init__.py").write_text("FACTOR = 5\n")
     try:
-        shadowed, _ = manager()
+        shadowed, *_ = manager()
     finally:
         shutil.rmtree(recipe / "bhelper", ignore_errors=True)
     assert shadowed != before and build_recipes.builds(recipe) == built + 1
+
+
+@pytest.mark.parametrize("edit", ["same size and mtime", "a package of the module's name", "env", "foreign verdicts"])
+def test_a_later_start_takes_the_kept_verdict_and_an_edit_still_shows(setup, tmp_path, monkeypatch, edit):
+    """Once a start proved the records item by item, the next takes their kept verdicts: it reads no file, resolves
+    no name and reads no module proofs, and serves the same result. An edit of anything a verdict rests on is still
+    seen (an edit that kept size and mtime, a package that now shadows a module, a variable the builder read), and
+    verdicts others could have written are not taken."""
+    recipe, builds, bmodels = setup
+    before = _hash(_lstm(builds, recipe, bmodels))
+    manager = _manager(setup, tmp_path / "home")
+    manager()  # resolves the names and keeps the proofs
+    manager()  # proves the records with them and keeps the verdicts
+    assert manager() == (before, 0, 0, 0)
+    helper, built = recipe / "bhelper.py", build_recipes.builds(recipe)
+    if edit == "same size and mtime":
+        st = helper.stat()
+        helper.write_text("FACTOR = 3\n")
+        os.utime(helper, ns=(st.st_atime_ns, st.st_mtime_ns))
+    elif edit == "env":
+        monkeypatch.setenv("BMODELS_HIDDEN", "32")
+    elif edit == "foreign verdicts":
+        for kept in (tmp_path / "home" / ".cache" / "i6_rc_jobs").glob("verdicts-*/*"):
+            os.chmod(kept, 0o622)
+    else:
+        (recipe / "bhelper").mkdir()
+        (recipe / "bhelper" / "__init__.py").write_text("FACTOR = 5\n")
+    try:
+        after, resolved, read, proofs_read = _manager(setup, tmp_path / "home")()
+    finally:
+        shutil.rmtree(recipe / "bhelper", ignore_errors=True)
+    if edit == "foreign verdicts":
+        assert (after, proofs_read) == (before, 1) and build_recipes.builds(recipe) == built
+    else:
+        assert after != before and build_recipes.builds(recipe) == built + 1
+
+
+@pytest.mark.parametrize("touched", [False, True])
+def test_a_verdict_is_kept_only_if_nothing_it_rests_on_moved_while_proving(setup, tmp_path, monkeypatch, touched):
+    """A lookup that proves a record item by item keeps its verdict only if every stat it rests on was the same
+    before and after the proof: a file touched meanwhile (its content kept: the record holds) leaves none."""
+    recipe, builds, bmodels = setup
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))  # (a variable builds read)
+    _lstm(builds, recipe, bmodels)
+    time.sleep(RACY_NS / 1e9)
+    for verdict in (tmp_path / "home" / ".cache" / "i6_rc_jobs").glob("verdicts-*/*.marshal"):
+        verdict.unlink()
+    monkeypatch.setattr(lookup, "_verdicts", {})
+    monkeypatch.setattr(lookup, "_residuals", {})
+    real = lookup.Recheck.changed
+
+    def changed(self, record):
+        if touched and str(recipe / "bhelper.py") in record["files"]:
+            os.utime(recipe / "bhelper.py")  # after the stats were taken, before they are taken again
+        return real(self, record)
+
+    monkeypatch.setattr(lookup.Recheck, "changed", changed)
+    _lstm(builds, recipe, bmodels)
+    kept = list((tmp_path / "home" / ".cache" / "i6_rc_jobs").glob("verdicts-*/*.marshal"))
+    assert build_recipes.builds(recipe) == 1
+    assert len(kept) == (1 if touched else 2)  # the base's (it does not rest on bhelper.py), and the build's
 
 
 def test_setups_that_share_a_cache_and_a_directory_both_stay_warm(setup, monkeypatch):

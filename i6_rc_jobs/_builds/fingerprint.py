@@ -15,13 +15,13 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import stat
 import sys
 import time
 from pathlib import Path
 from typing import Optional
 
 from i6_rc_jobs._util.atomic_file import write_atomically
+from i6_rc_jobs._util.own_files import OthersCouldWrite, read_own
 from i6_rc_jobs._builds import probes
 
 #: A file changed less than this before it was fingerprinted is always read again when verified.
@@ -121,24 +121,13 @@ class Kept:
 
     def _load(self) -> dict[str, list]:
         try:
-            fd = os.open(self.path, os.O_RDONLY | os.O_NOFOLLOW)
-        except OSError:  # none yet, or a link
+            kept = read_own(self.path)
+            data = json.loads(kept) if kept is not None else None
+        except OthersCouldWrite as e:
+            print(f"build server: the kept fingerprints {e}: not used; remove it", file=sys.stderr)
             return {}
-        try:
-            st, parent = os.fstat(fd), os.stat(self.path.parent)
-            if st.st_uid != os.geteuid() or st.st_mode & 0o022 or not _own_directory(parent):
-                print(
-                    f"build server: the kept fingerprints {self.path} (owner uid {st.st_uid}, mode "
-                    f"{stat.S_IMODE(st.st_mode):o}) could be written by others: not used; remove it",
-                    file=sys.stderr,
-                )
-                return {}
-            with os.fdopen(os.dup(fd), "rb") as f:
-                data = json.load(f)
         except ValueError:  # corrupt: taken anew
             return {}
-        finally:
-            os.close(fd)
         return data["files"] if isinstance(data, dict) and data.get("format") == KEPT_FORMAT else {}
 
     def fingerprints(self, paths: list[str], known: dict[str, list]) -> dict[str, Fingerprint]:
@@ -166,8 +155,3 @@ class Kept:
             write_atomically(self.path, json.dumps({"format": KEPT_FORMAT, "files": files}).encode(), 0o600)
         except OSError as e:  # a home that cannot be written: the next start reads the files again
             print(f"build server: the fingerprints could not be kept in {self.path}: {e}", file=sys.stderr)
-
-
-def _own_directory(st: os.stat_result) -> bool:
-    """Whether only the user (or root) can replace the directory's files (as in ``/tmp``, with its sticky bit)."""
-    return st.st_uid in (os.geteuid(), 0) and not (st.st_mode & 0o022 and not st.st_mode & stat.S_ISVTX)

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Optional
 
-from i6_rc_jobs._builds import job_paths
+from i6_rc_jobs._builds import job_paths, verdicts
 from i6_rc_jobs._builds.call import Call
 from i6_rc_jobs._builds.fingerprint import Verifier
 from i6_rc_jobs._builds.json_records import Base, Entry, Recorded
@@ -29,6 +29,8 @@ KEEP_STALE = 3
 #: What this process has proven of the records it checked (bases and entries' deps, by digest): the part of each
 #: that is taken again at every lookup, the rest being settled for the process (see :data:`_settled_files`).
 _residuals: dict[str, Recorded] = {}
+#: The verdicts of the records this process proved (or took), by key: on the paths not settled for the process.
+_verdicts: dict[str, verdicts.Verdict] = {}
 #: Files of the installed packages and the standard library whose fingerprints this process proved: settled for the
 #: process, as its own imports from there are (a file of the setup, or of a checkout, is proven at every lookup).
 _settled_files: set[tuple[str, tuple]] = set()
@@ -133,12 +135,32 @@ class Lookup:
         return reason is None
 
     def _changed(self, key: str, record: Recorded) -> Optional[str]:
-        """What of the record no longer holds, None if all of it does; of a record this process proved before, only
-        what is not settled for the process is taken again."""
+        """What of the record no longer holds, None if all of it does. Where its verdict holds (this process's, or
+        one kept by an earlier one: :mod:`.verdicts`), nothing more is taken; else it is proven item by item (of a
+        record this process proved before, only what is not settled for the process), and a verdict is kept if
+        nothing it rests on changed meanwhile."""
+        reason = env_changed(record["env"])
+        if reason is not None:
+            return reason
+        verdict = _verdicts.get(key)
+        if verdict is not None and verdict.holds():
+            return None
+        kept = verdicts.load(key, record["recorded_ns"]) if verdict is None and key not in _residuals else None
+        if kept is not None and kept.holds():
+            _verdicts[key] = kept.without(INSTALLED)
+            _residuals[key] = record
+            return None
         residual = _residuals.get(key, record)
-        reason = env_changed(record["env"]) or self._file_changed(residual) or self.recheck.changed(residual)
-        if reason is None and key not in _residuals:
-            _residuals[key] = _unsettled(record)
+        paths = self.recheck.rests_on(residual)
+        before = verdicts.take(*paths) if paths is not None else None
+        reason = self._file_changed(residual) or self.recheck.changed(residual)
+        if reason is None:
+            if before is not None and paths == self.recheck.rests_on(residual) and before.trusted() and before.holds():
+                if key not in _residuals:
+                    verdicts.keep(key, record["recorded_ns"], before)
+                _verdicts[key] = before.without(INSTALLED)
+            if key not in _residuals:
+                _residuals[key] = _unsettled(record)
         return reason
 
     def _file_changed(self, record: Recorded) -> Optional[str]:
@@ -166,11 +188,18 @@ def _unsettled(record: Recorded) -> Recorded:
     )
 
 
+#: The digest of each variable's value as last taken: (value, digest), taken again when the value is another.
+_env_digests: dict[str, tuple[Optional[str], Optional[str]]] = {}
+
+
 def env_changed(env: dict[str, Optional[str]]) -> Optional[str]:
     """What of the recorded environment (digests of values) no longer holds: named, its values not shown."""
     for name, digest in env.items():
         now = os.environ.get(name)
-        if value_digest(now) != digest:
+        known = _env_digests.get(name)
+        if known is None or known[0] != now:
+            known = _env_digests[name] = (now, value_digest(now))
+        if known[1] != digest:
             how = "unset" if now is None else "set" if digest is None else "another value"
             return f"${name} changed ({how})"
     return None

@@ -14,6 +14,17 @@ from typing import Iterable, Optional
 
 #: os.stat before :mod:`.record` wraps it: what probes itself is not recorded.
 _stat = os.stat
+#: A stat as compared: (mode, dev, ino, size, mtime_ns, ctime_ns), None if nothing is there.
+Stat = Optional[tuple[int, ...]]
+
+
+def stat_of(path: str) -> Stat:
+    """The path's stat as compared (symbolic links followed), None if nothing can be stat'ed there."""
+    try:
+        st = _stat(path)
+    except OSError:
+        return None
+    return (st.st_mode, st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
 
 
 def kind(path: str) -> Optional[str]:

@@ -12,13 +12,14 @@ import importlib.machinery
 import json
 import marshal
 import os
-import stat
 import sys
 import time
 from pathlib import Path
 from typing import Any, Optional
 
+from i6_rc_jobs._builds.fingerprint import RACY_NS
 from i6_rc_jobs._util.atomic_file import write_atomically
+from i6_rc_jobs._util.own_files import OthersCouldWrite, read_own
 
 #: The format of the file: a file of another format is not read.
 FORMAT = 2
@@ -52,15 +53,19 @@ class Kept:
         self.stats = stats
 
     def get(self, key: Key) -> Optional[Proof]:
+        """The proof, if each stat it rests on was taken well after its ctime (each path's stat was taken at its own
+        time: a directory that changed since another was stat'ed is trusted by its own)."""
         kept = self.proofs.get(key)
         if kept is None:
             return None
         found, rests_on = kept
         taken = {where: self.stats[where] for where in rests_on}
+        if any(was is not None and was[5] >= at - RACY_NS for was, at in taken.values()):
+            return None
         return (
             found,
-            {where: was[0] for where, was in taken.items()},
-            min((was[1] for was in taken.values()), default=0),
+            {where: was for where, (was, _) in taken.items()},
+            max((at for _, at in taken.values()), default=0),
         )
 
 
@@ -68,19 +73,10 @@ def load(path: Path) -> Kept:
     """The proofs kept in ``path``; none if it is missing, corrupt, of another format or writable by others."""
     none = Kept({}, {})
     try:
-        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW)
-    except OSError:  # none yet, or a link
+        kept = read_own(path)
+        data: Any = marshal.loads(kept) if kept is not None else None
+    except (OthersCouldWrite, ValueError, EOFError, TypeError):  # not trusted, or corrupt: taken anew
         return none
-    try:
-        st, parent = os.fstat(fd), os.stat(path.parent)
-        if st.st_uid != os.geteuid() or st.st_mode & 0o022 or not _own_directory(parent):
-            return none
-        with os.fdopen(os.dup(fd), "rb") as f:
-            data: Any = marshal.loads(f.read())
-    except (ValueError, EOFError, TypeError):  # corrupt: taken anew
-        return none
-    finally:
-        os.close(fd)
     ours = isinstance(data, tuple) and len(data) == 4 and data[:2] == (FORMAT, python_tag())
     return Kept(data[2], data[3]) if ours and isinstance(data[2], dict) and isinstance(data[3], dict) else none
 
@@ -109,8 +105,3 @@ def save(path: Path, proofs: dict[Key, Proof], kept: Kept) -> None:
         write_atomically(path, marshal.dumps(data), 0o600)
     except OSError:  # a home that cannot be written: the next start resolves the names again
         pass
-
-
-def _own_directory(st: os.stat_result) -> bool:
-    """Whether only the user (or root) can replace the directory's files (as in ``/tmp``, with its sticky bit)."""
-    return st.st_uid in (os.geteuid(), 0) and not (st.st_mode & 0o022 and not st.st_mode & stat.S_ISVTX)

@@ -27,8 +27,7 @@ from i6_rc_jobs._builds import probes, proofs
 from i6_rc_jobs._builds.fingerprint import RACY_NS
 from i6_rc_jobs._builds.json_records import Recorded
 
-#: A stat as compared: (mode, dev, ino, size, mtime_ns, ctime_ns), None if nothing is there.
-Stat = Optional[tuple[int, ...]]
+Stat = probes.Stat
 
 #: Module resolutions this process proved (those of earlier processes are read from the kept proofs): (name, path
 #: searched) -> (where it resolved, the stats it rests on, when they were taken).
@@ -110,6 +109,20 @@ class Recheck:
                 return f"module {name} now resolves to {(now or ['nothing'])[0]}, was {(found or ['nothing'])[0]}"
         return None
 
+    @staticmethod
+    def rests_on(record: Recorded) -> Optional[tuple[list[str], list[str]]]:
+        """The paths whose stat the record's proof rests on (its files and the directories it listed, and what the
+        resolution of each module name it looked for rests on as proven so far), and those whose kind only (the
+        paths it probed, such as ``/tmp``, whose stat moves all the time); None if a name has no resolution yet."""
+        paths = [*record["files"], *record["listings"]]
+        for name, path, _ in record["modules"]:
+            key = (name, tuple(path))
+            proof = _resolved.get(key) or _kept().get(key)
+            if proof is None:
+                return None
+            paths += proof[1]
+        return list(dict.fromkeys(paths)), list(record["probes"])
+
     def _kind(self, path: str) -> Optional[str]:
         if path not in self._kinds:
             self._kinds[path] = probes.kind(path)
@@ -122,7 +135,7 @@ class Recheck:
 
     def _stat(self, path: str) -> Stat:
         if path not in self._stats:
-            self._stats[path] = _stat(path)
+            self._stats[path] = probes.stat_of(path)
         return self._stats[path]
 
     def _proof(self, key: proofs.Key) -> Optional[proofs.Proof]:
@@ -167,30 +180,24 @@ class Recheck:
             at = min(at, listed_at)
             candidates = [tail + suffix for suffix in ["", *suffixes] if tail + suffix in names]
             for candidate in candidates:
-                stats[sys.intern(os.path.join(directory, candidate))] = _stat(os.path.join(directory, candidate))
+                stats[sys.intern(os.path.join(directory, candidate))] = probes.stat_of(
+                    os.path.join(directory, candidate)
+                )
             package = sys.intern(os.path.join(directory, tail))
             if tail in names:
                 stats[package], inside, listed_at = self._listed(package)
                 at = min(at, listed_at)
                 for init in ("__init__" + suffix for suffix in suffixes if "__init__" + suffix in inside):
-                    stats[sys.intern(os.path.join(package, init))] = _stat(os.path.join(package, init))
+                    stats[sys.intern(os.path.join(package, init))] = probes.stat_of(os.path.join(package, init))
         return stats, at
 
     def _listed(self, directory: str) -> tuple[Stat, frozenset[str], int]:
         """The directory's stat and names in this round, and when the stat was taken (before the names were)."""
         if directory not in self._listings_at:
             at = time.time_ns()
-            was = _stat(directory)
+            was = probes.stat_of(directory)
             self._listings_at[directory] = (was, _names(directory), at)
         return self._listings_at[directory]
-
-
-def _stat(path: str) -> Stat:
-    try:
-        st = os.stat(path)
-    except OSError:
-        return None
-    return (st.st_mode, st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
 
 
 def _names(directory: str) -> frozenset[str]:
