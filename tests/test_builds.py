@@ -907,7 +907,7 @@ PROOFS_MANAGER = textwrap.dedent("""
     """)
 
 
-def _manager(setup, home: Path, verdicts: bool = True):
+def _starts(setup, home: Path, verdicts: bool = True):
     """A manager's start in a process of its own, as a function: (the result's hash, names resolved, files read,
     module proofs read), each start after the stats it would trust are old enough; without ``verdicts``, each start
     finds none kept (it proves its records item by item)."""
@@ -938,7 +938,7 @@ def test_a_second_process_takes_the_module_proofs_the_first_kept_and_a_change_st
     here finds a verdict kept, which would spare it the proofs.)"""
     recipe, builds, bmodels = setup
     before = _hash(_lstm(builds, recipe, bmodels))
-    manager = _manager(setup, tmp_path / "home", verdicts=False)
+    manager = _starts(setup, tmp_path / "home", verdicts=False)
     first, resolved_first, *_ = manager()
     second, resolved_second, *_ = manager()
     assert (first, second) == (before, before) and resolved_first > 0 and resolved_second == 0
@@ -968,7 +968,7 @@ def test_a_later_start_takes_the_kept_verdict_and_an_edit_still_shows(setup, tmp
     verdicts others could have written are not taken."""
     recipe, builds, bmodels = setup
     before = _hash(_lstm(builds, recipe, bmodels))
-    manager = _manager(setup, tmp_path / "home")
+    manager = _starts(setup, tmp_path / "home")
     manager()  # resolves the names and keeps the proofs
     manager()  # proves the records with them and keeps the verdicts
     assert manager() == (before, 0, 0, 0)
@@ -986,7 +986,7 @@ def test_a_later_start_takes_the_kept_verdict_and_an_edit_still_shows(setup, tmp
         (recipe / "bhelper").mkdir()
         (recipe / "bhelper" / "__init__.py").write_text("FACTOR = 5\n")
     try:
-        after, resolved, read, proofs_read = _manager(setup, tmp_path / "home")()
+        after, resolved, read, proofs_read = _starts(setup, tmp_path / "home")()
     finally:
         shutil.rmtree(recipe / "bhelper", ignore_errors=True)
     if edit == "foreign verdicts":
