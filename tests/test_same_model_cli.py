@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import os
 import subprocess
 import sys
 from pathlib import Path
+from unittest import mock
 
 import pytest
 
@@ -114,7 +116,10 @@ def write_torch(path: Path, **change) -> str:
     values.update(change)
     recipe = os.path.dirname(task12ax_rf_model.__file__)
     serializer = ReturnnConfigSerializer(values, sys_path=[recipe, str(REPO)])
-    config = CheckedReturnnConfig({"backend": "torch", "behavior_version": 21}, python_prolog=[serializer])
+    # As in the example setup, whose recipe/ Sisyphus's workers find, with this repository on their PYTHONPATH
+    # (the tests' train steps).
+    with contextlib.chdir(REPO / "recipe_examples"), mock.patch.dict(os.environ, PYTHONPATH=str(REPO)):
+        config = CheckedReturnnConfig({"backend": "torch", "behavior_version": 21}, python_prolog=[serializer])
     write_config_file(config, str(path))
     return str(path)
 
