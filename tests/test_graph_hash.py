@@ -183,6 +183,38 @@ def test_a_name_in_an_option_that_finds_a_layer_keeps_which_layer_it_finds():
     assert graph_hash(mentioned) != graph_hash(changed)
 
 
+def test_a_set_of_strings_in_an_option_is_hashed_with_the_layers_it_names():
+    """A set of strings among an option's values (it made the graph hash fail): hashed in either scheme, its names
+    tied to the layers they name as a string's are (a swap of two layers' roles moves it), its order none of the
+    hash's."""
+    base = {
+        "x": {"class": "activation", "activation": "relu", "from": "data"},
+        "y": {"class": "activation", "activation": "tanh", "from": "data"},
+        "output": {"class": "eval", "from": ["x", "y"], "eval": "source(0) + source(1)", "eval_locals": {}},
+    }
+
+    def with_names(net: dict, names: set) -> dict:
+        net = copy.deepcopy(net)
+        net["output"]["eval_locals"] = {"names": names}
+        return net
+
+    named = with_names(base, {"x", "output"})
+    assert graph_hash(named) == graph_hash(with_names(base, {"output", "x"})) != graph_hash(base)
+    swapped = copy.deepcopy(named)
+    swapped["x"]["activation"], swapped["y"]["activation"] = "tanh", "relu"
+    swapped["output"]["from"] = ["y", "x"]
+    assert graph_hash(swapped) != graph_hash(named)
+    assert ReturnnCommonSerializer(extern_data=EXTERN_DATA, network=named)._sis_hash()
+    code = f"from tests.test_graph_hash import graph_hash\nprint(graph_hash({named!r}).decode())"
+    hashes = {
+        subprocess.run(
+            [sys.executable, "-c", code], capture_output=True, text=True, env={**os.environ, "PYTHONHASHSEED": seed}
+        ).stdout.splitlines()[-1]
+        for seed in ("0", "1")
+    }
+    assert hashes == {graph_hash(named).decode()}  # the set's order in either process is none of the hash's
+
+
 @pytest.mark.slow
 def test_graph_hash_is_the_same_in_every_process():
     code = """

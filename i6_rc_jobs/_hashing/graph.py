@@ -467,7 +467,7 @@ class Graph(NameResolver):
         if cls is set or cls is frozenset:  # mostly an out_shape: dims only
             if all(type(item) in _DIMS for item in value):
                 return value
-            return cls(self._value(item, net, prefix) for item in value)
+            return cls(_hashable(self._value(item, net, prefix)) for item in value)
         if isinstance(value, CodeWrapper) and type(value.code) is str:  # code: tied as a str is
             ties = self._ties(wrapper_code(value))
             return Tagged(("@code", value, ties)) if ties else value
@@ -492,3 +492,13 @@ class Graph(NameResolver):
         if not net.other:  # most scopes
             return {}
         return {key: self._value(value, net, prefix) for key, value in sorted_items(net.other)}
+
+
+def _hashable(value: Any) -> Any:
+    """A set element's form as a set can hold it: the lists a string's ties make (its form in a set only, so that
+    no other hash moves) as tuples."""
+    if type(value) is Tagged:
+        return Tagged(tuple(map(_hashable, value)))
+    if type(value) is list:
+        return tuple(map(_hashable, value))
+    return value
