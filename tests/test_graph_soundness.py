@@ -225,6 +225,14 @@ def _pair_loop_data() -> tuple[Net, Net]:
     return net("data:source"), net("data")
 
 
+def _pair_constant_falsy_dtype() -> tuple[Net, Net]:
+    def net(dtype: Any) -> Net:
+        const = {"class": "constant", "value": 2.0, "dtype": dtype}
+        return {"c": const, "output": {"class": "combine", "kind": "mul", "from": ["data", "c"]}}
+
+    return net(None), net("")  # RETURNN infers a dtype for None only: "" is no dtype TF knows
+
+
 #: What each pair shows, and the pair: RETURNN builds other models of them.
 PAIRS = {
     "loss-target-layer": _pair_loss_target,
@@ -248,6 +256,16 @@ PAIRS = {
 
 def serializer(net: Net, scheme: str = "dict") -> ReturnnCommonSerializer:
     return ReturnnCommonSerializer(extern_data=EXTERN_DATA, network=net, hash_scheme=scheme)
+
+
+def test_a_falsy_dtype_of_a_constant_is_no_dtype_to_the_graph_hash():
+    """RETURNN infers a constant's dtype from its value where the dtype is None, not where it is ``""`` (TF knows no
+    such dtype: the net does not build); rule "value-spellings" infers it for None only."""
+    builds, fails = _pair_constant_falsy_dtype()
+    assert same_model(serializer(builds).get(), serializer(builds).get()) == []
+    with pytest.raises(AttributeError, match="'str' object has no attribute 'is_integer'"):  # in tf.constant
+        same_model(serializer(fails).get(), serializer(fails).get())
+    assert serializer(builds, "graph")._sis_hash() != serializer(fails, "graph")._sis_hash()
 
 
 @pytest.mark.parametrize("name", sorted(PAIRS))

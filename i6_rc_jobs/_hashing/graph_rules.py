@@ -118,7 +118,7 @@ RULES: dict[str, Rule] = {
         Rule(
             "value-spellings",
             "Values RETURNN makes the same of: a constant layer's scalar value and dtype as the tensor it makes "
-            "(dtype given, or bool/int32/float32 from the value's type; 0 in float32 is 0.0, an int only if a "
+            "(dtype given, or where it is None bool/int32/float32 from the value's type; 0 in float32 is 0.0, an int only if a "
             "double holds it exactly: else TF rounds it once and the respelling twice), and an initial state "
             "0, 0.0 or 'zeros' (1, 1.0 or 'ones'), as RnnCellLayer.get_rec_initial_state_inner reads it.",
         ),

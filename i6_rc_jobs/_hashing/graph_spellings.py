@@ -34,7 +34,9 @@ def constant_value(desc: dict[str, Any], layer: Layer) -> Optional[tuple[Any, An
     value = desc.get("value", 0.0)  # ConstantLayer's default
     if type(value) not in (bool, int, float):
         return None
-    dtype = desc.get("dtype") or {bool: "bool", int: "int32", float: "float32"}[type(value)]
+    dtype = desc.get("dtype")
+    if dtype is None:  # inferred for None only ("" or False stays as given: no dtype RETURNN knows)
+        dtype = {bool: "bool", int: "int32", float: "float32"}[type(value)]
     if type(dtype) is str and dtype.startswith("float") and type(value) is int:
         try:
             number = float(value)  # tf.constant(0, dtype=float32) is 0.0
