@@ -225,6 +225,14 @@ def _pair_loop_data() -> tuple[Net, Net]:
     return net("data:source"), net("data")
 
 
+def _pair_shape_deps_data_read_nowhere_else() -> tuple[Net, Net]:
+    def net(**deps: Any) -> Net:
+        const = {"class": "constant", "value": 2.0, "with_batch_dim": True, **deps}
+        return {"c": const, "output": add("data", "c")}
+
+    return net(shape_deps=["data:classes"]), net()  # the first uses data "classes": the engine feeds it
+
+
 def _pair_constant_falsy_dtype() -> tuple[Net, Net]:
     def net(dtype: Any) -> Net:
         const = {"class": "constant", "value": 2.0, "dtype": dtype}
@@ -235,6 +243,7 @@ def _pair_constant_falsy_dtype() -> tuple[Net, Net]:
 
 #: What each pair shows, and the pair: RETURNN builds other models of them.
 PAIRS = {
+    "shape-deps-data-read-nowhere-else": _pair_shape_deps_data_read_nowhere_else,
     "loss-target-layer": _pair_loss_target,
     "names-in-eval-code": _pair_code_names,
     "namespace-names-in-eval-code": _pair_code_names_a_namespace,

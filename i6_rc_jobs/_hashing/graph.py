@@ -145,7 +145,7 @@ class Graph(NameResolver):
         for layer, node in zip(self._order, layers):  # rule "layer-names": which names sort before which in a loop
             if layer.unit is not None and layer.unit.kind == "loop":
                 node["@name order"] = [item.token for _, item in loop_layers(layer.unit) if item.token is not None]
-        self._drop_extern_deps(extern_keys)
+        self._drop_extern_deps(extern_keys, layers)
         self.form: dict[str, Any] = {"roots": roots, "layers": layers}
         if other:
             self.form["other entries"] = other
@@ -293,16 +293,25 @@ class Graph(NameResolver):
             if targets:
                 node["@default target"] = targets
 
-    def _drop_extern_deps(self, extern_keys: frozenset[str]) -> None:
+    def _drop_extern_deps(self, extern_keys: frozenset[str], nodes: list[dict[str, Any]]) -> None:
         """Rule "extern-shape-deps": the extern data in the "shape_deps" of a constant or random layer outside loops
         is dropped, and "shape_deps" if nothing is left. Only data of ``extern_keys`` that no layer registers
-        (register_as_extern_data may bring a beam), and only where every layer is known (no nested net dict)."""
+        (register_as_extern_data may bring a beam) and that a layer of the graph reads as a source (else the
+        dependency alone makes the network use that data: the engine feeds and batches by it), and only where every
+        layer is known (no nested net dict)."""
         if not self._extern_deps or self._nested_nets:
             return
         registered = [
             layer.desc["register_as_extern_data"] for layer in self._layers if "register_as_extern_data" in layer.desc
         ]
-        keys = extern_keys - {key for key in registered if type(key) is str}
+        read = {
+            source[1]
+            for node in nodes
+            for key in ("from", "@default from")
+            for source in node.get(key, ())
+            if type(source) is Tagged and source[0] == "@data"
+        }
+        keys = (extern_keys & read) - {key for key in registered if type(key) is str}
         for node in self._extern_deps:
             deps = [
                 dep for dep in node["shape_deps"] if not (type(dep) is Tagged and dep[0] == "@data" and dep[1] in keys)

@@ -142,8 +142,10 @@ RULES: dict[str, Rule] = {
             "extern-shape-deps",
             "A constant or random layer's 'shape_deps' is a list whichever way it is spelled (transform_config_dict "
             "makes a str or tuple one), and outside loops the extern data in it ('data', 'data:<key>' of a key of "
-            "the serializer's extern_data that no layer registers with register_as_extern_data) is dropped, then an "
-            "empty list as none: such a dependency only orders construction (extern data exist before any layer), "
+            "the serializer's extern_data that no layer registers with register_as_extern_data, and that a layer of "
+            "the graph reads as a source: else the dependency alone makes the network use that data, "
+            "get_used_data_keys) is dropped, then an empty list as none: such a dependency only orders construction "
+            "(extern data exist before any layer), "
             "gives no beam (SearchBeam.get_combined_beam of none; extern data carry no beam, registered data may) "
             "and makes no dim (their sizes exist with the data). returnn_common wrote 'shape_deps': ['data:data'] on "
             "its constants from 2022-08-24. Not in a net with a net dict nested in an option (its layers might "

@@ -76,6 +76,8 @@ class Fingerprint:
     losses: dict[str, float]
     """The losses RETURNN reports, by score key (the name it writes them under, e.g. in learning_rates), each as it
     goes into the objective (scaled) on the fixed input"""
+    data_keys: tuple[str, ...] = ()
+    """The extern data the network uses (``get_used_data_keys``), sorted: the engine feeds and batches by them"""
 
     def differences(self, other: Fingerprint, losses: bool = True) -> list[str]:
         """[] iff both are the same model; else one line per difference, params first. With ``losses=False``, the
@@ -92,6 +94,8 @@ class Fingerprint:
             elif self.init[name] != other.init[name]:
                 ours, theirs = _first_difference(self.init[name].splitlines(), other.init[name].splitlines())
                 lines.append(f"param {name}: init differs: {ours!r} != {theirs!r}")
+        if self.data_keys != other.data_keys:
+            lines.append(f"data keys {list(self.data_keys)} != {list(other.data_keys)}")
         if self.output_dims != other.output_dims:
             lines.append(f"output dims {self.output_dims} != {other.output_dims}")
         elif self.output.dtype != other.output.dtype:
@@ -219,6 +223,7 @@ def network_fingerprint(network: TFNetwork, *, seed: int = 1, feed: dict | None 
         output=value,
         output_dims=_describe_axes(output, iter(length_values)),
         losses={name: float(value) for name, value in loss_values.items()},
+        data_keys=tuple(sorted(network.get_used_data_keys())),
     )
 
 
