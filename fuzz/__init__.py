@@ -6,7 +6,8 @@ are equal while RETURNN finds a difference is a counterexample. Run from the rep
 
 Properties: for ``hash_scheme="graph"``, equal graph hashes => RETURNN finds the two nets the same; for the dict scheme,
 equal hashes => the written configs load as the same dicts and dims, and RETURNN finds them the same. "The same" is
-``i6_rc_jobs._verify.semantics`` (TF variables and shapes, initializers, output and output dims on a fixed input, losses, with
+``i6_rc_jobs._verify.semantics`` (TF variables and shapes, initializers, output and output dims on a fixed input, losses,
+the data keys the network uses, with
 ``train_flag=False``) plus what that judge cannot see for training (:func:`fingerprints`): which variables are
 trainable, the train-mode output and losses (dropout and other random ops with fixed seeds), the objective (loss
 scales and options, L2) and its gradient with respect to every trainable variable.

@@ -1,7 +1,7 @@
 """``python -m i6_rc_jobs same-model A B``: whether two RETURNN configs define the same model (e.g. the
 ``returnn.config`` of two CreateConfigJobs, before and after a returnn_common update), judged by RETURNN itself: each
 network (each stage of staged networks) is built with TensorFlow, and their TF variables, initializers, outputs on one fixed input (variables set by
-their names) and reported losses (score keys and values) are compared; with ``--training``, also what shows only in
+their names), reported losses (score keys and values) and the data keys each network uses are compared; with ``--training``, also what shows only in
 training (:mod:`i6_rc_jobs._verify.training_semantics`: trainable variables, initial values as RETURNN draws them, train-mode
 output, losses, objective and gradients). Prints ``same model`` or one line per
 difference; a config that cannot be read or built is said in one line, after what RETURNN printed (kept back

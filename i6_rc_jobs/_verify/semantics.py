@@ -82,7 +82,7 @@ class Fingerprint:
     def differences(self, other: Fingerprint, losses: bool = True) -> list[str]:
         """[] iff both are the same model; else one line per difference, params first. With ``losses=False``, the
         model alone (parameters, initialization, output): what makes two models semantically the same; with losses, also
-        what RETURNN reports while training (score keys and loss values)."""
+        what RETURNN reports and feeds while training (score keys and loss values, the data keys it uses)."""
         lines = []
         for name in sorted(self.params.keys() | other.params.keys()):
             if name not in other.params:
@@ -94,8 +94,6 @@ class Fingerprint:
             elif self.init[name] != other.init[name]:
                 ours, theirs = _first_difference(self.init[name].splitlines(), other.init[name].splitlines())
                 lines.append(f"param {name}: init differs: {ours!r} != {theirs!r}")
-        if self.data_keys != other.data_keys:
-            lines.append(f"data keys {list(self.data_keys)} != {list(other.data_keys)}")
         if self.output_dims != other.output_dims:
             lines.append(f"output dims {self.output_dims} != {other.output_dims}")
         elif self.output.dtype != other.output.dtype:
@@ -106,6 +104,8 @@ class Fingerprint:
         elif not numpy.allclose(self.output, other.output, rtol=RTOL, atol=ATOL, equal_nan=True):
             diff = numpy.nanmax(numpy.abs(self.output.astype(numpy.float64) - other.output))
             lines.append(f"output differs: max abs diff {diff:.6g}")
+        if losses and self.data_keys != other.data_keys:
+            lines.append(f"data keys {list(self.data_keys)} != {list(other.data_keys)}")
         if losses and self.losses.keys() != other.losses.keys():
             lines.append(f"losses {sorted(self.losses)} != {sorted(other.losses)}")
         elif losses:
