@@ -1,19 +1,20 @@
 """Verdicts kept between processes: that a record (a base, a build's dependencies) held, with the stat of every path
-its proof rested on: the files it read, the directories it listed, the directories and candidates each module name's
-resolution rests on (:mod:`.recheck`), and the kind of each path it probed. A later lookup takes the verdict where each of those stats is the same
-now: equal in every field, each ctime well before the stats were taken (the rule of :mod:`.fingerprint`), so that
-nothing the proof read can have changed since, and where each probed path is of its kind still; then the record is not proven item by item again (a warm manager
-start stats its records' few thousand paths instead of proving each file, path and module name, and reads no module
-proofs). A verdict is taken only where the stats were the same before and after the proof, and is kept, as the module
-proofs are (:mod:`.proofs`), in a file of the user's (``~/.cache/i6_rc_jobs/verdicts-<uid>/``), one per record."""
+its proof rested on (the files it read, the directories it listed, the directories and candidates each module name's
+resolution rests on, :mod:`.recheck`) and the kind of each path it probed. A later lookup takes the verdict where each
+of those stats is the same now (equal in every field, each ctime well before the stats were taken: the rule of
+:mod:`.fingerprint`) and each probed path is of its kind still: then nothing the proof read can have changed, and the
+record is not proven item by item again (a warm manager start stats its records' few thousand paths instead of
+proving each file, path and module name, and reads no module proofs). A verdict is taken only where the stats were the
+same before and after the proof, and is kept, as the module proofs are (:mod:`.proofs`), in a file of the user's
+(``~/.cache/i6_rc_jobs/verdicts-<uid>/``), one per record."""
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import marshal
 import os
 import time
-import dataclasses
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Optional
@@ -51,15 +52,15 @@ class Verdict:
 
     def without(self, prefixes: tuple[str, ...]) -> Verdict:
         """The verdict on the paths not under ``prefixes`` (those settled for the process need no stat again)."""
-        stats = [(path, was) for path, was in zip(self.paths, self.stats) if not path.startswith(prefixes)]
-        kinds = [(path, kind) for path, kind in zip(self.probed, self.kinds) if not path.startswith(prefixes)]
-        return Verdict(
-            tuple(path for path, _ in stats),
-            tuple(was for _, was in stats),
-            tuple(path for path, _ in kinds),
-            tuple(kind for _, kind in kinds),
-            self.taken_ns,
-        )
+        paths, stats = _outside(prefixes, self.paths, self.stats)
+        probed, kinds = _outside(prefixes, self.probed, self.kinds)
+        return Verdict(paths, stats, probed, kinds, self.taken_ns)
+
+
+def _outside(prefixes: tuple[str, ...], paths: tuple[str, ...], values: tuple[Any, ...]) -> tuple[tuple, tuple]:
+    """``paths`` not under ``prefixes``, and their values."""
+    kept = [(path, value) for path, value in zip(paths, values) if not path.startswith(prefixes)]
+    return tuple(path for path, _ in kept), tuple(value for _, value in kept)
 
 
 def take(paths: list[str], probed: list[str]) -> Verdict:
