@@ -253,3 +253,30 @@ def test_an_int_no_double_holds_keeps_its_spelling_in_a_float_constant():
     assert serializer(net(big), "graph")._sis_hash() != serializer(net(float(big)), "graph")._sis_hash()
     exact = 2**60 + 2**37
     assert serializer(net(exact), "graph")._sis_hash() == serializer(net(float(exact)), "graph")._sis_hash()
+
+
+@pytest.mark.parametrize(
+    "code, read",
+    [
+        ("source(0) * 0.5", True),
+        ("tf.nn.softmax(tf.cast(source(0), tf.float32))", True),
+        ("tf.clip_by_value(source(0), source(1), source(2))", True),
+        ("tf.einsum('bi,bi->b', source(0), source(1))", True),
+        ("-source(0, auto_convert=False)[:, ::2]", True),
+        ("source(0) + self.network.get_layer('x').output.placeholder", False),
+        ("source(0) + tf.compat.v1.get_variable('w', shape=())", False),
+        ("tf.nn.dropout(source(0), rate=0.1)", False),
+        ("source(0).placeholder", False),
+        ("source(i)", False),
+        ("source(0, as_layer=True)", False),
+        ("(lambda: source(0))()", False),
+        ("source(0) +", False),
+    ],
+)
+def test_eval_code_is_read_completely_only_of_sources_literals_operators_and_pure_tf_calls(code: str, read: bool):
+    """What graph_code reads completely: the rest may name layers, make variables or draw random numbers."""
+    from i6_rc_jobs._hashing.graph_code import code_read_completely
+
+    assert code_read_completely({"class": "eval", "eval": code}, "eval") is read
+    assert code_read_completely({"class": "eval", "eval": "source(0) * k", "eval_locals": {"k": 2.0}}, "eval")
+    assert not code_read_completely({"class": "eval", "eval": "source(0)", "eval_locals": {"tf": None}}, "eval")

@@ -132,3 +132,43 @@ def test_a_loop_hashes_alike_exactly_when_its_layers_names_sort_alike(first: str
 
     alike = order(first, second) == order("p", "q")
     assert (graph_hash(_prev_read(first, second)) == graph_hash(_prev_read("p", "q"))) == alike
+
+
+def _window(**options: Any) -> dict:
+    return {"class": "window", "from": "data", "window_size": 3, "window_left": 2, "window_right": 0, **options}
+
+
+def test_a_layer_that_names_a_dim_keeps_its_name_and_one_with_every_dim_given_loses_it():
+    """A window without window_dim describes its dim ``"<name>:window"`` (RETURNN lines up generated dims of one
+    description): renaming it moves the graph hash. With a static window_dim, or an out_shape of given dims, the
+    name is nowhere in the model: renaming it keeps the hash."""
+    window_dim = Dim(3, name="window", kind=Dim.Types.Spatial)
+
+    def renamed(window: dict) -> tuple[bytes, bytes]:
+        return tuple(graph_hash({name: window, "output": {"class": "copy", "from": name}}) for name in ("w1", "w2"))
+
+    named = renamed(_window())
+    assert named[0] != named[1]
+    given = renamed(_window(window_dim=window_dim))
+    assert given[0] == given[1]
+    checked = renamed(_window(out_shape={batch_dim, time_dim, window_dim, in_dim}))
+    assert checked[0] == checked[1]
+
+
+def test_a_dict_key_that_holds_a_layer_name_ties_that_layer():
+    """Keys are values: ``set_dim_tags`` picks an axis by a key that may hold a layer's name (``"stag:<layer>:window"``
+    for a window that describes its dim by its name), so which layer that name finds counts, as it does for an axis
+    string. Here the two nets differ only in which of two layers of swapped contents the key's "p" finds."""
+    new_dim = Dim(3, name="new", kind=Dim.Types.Spatial)
+    first_dim, second_dim = (Dim(3, name=name, kind=Dim.Types.Spatial) for name in ("first", "second"))
+
+    def net(inner: str, outer: str) -> Net:
+        tagged = {"class": "reinterpret_data", "from": outer, "set_dim_tags": {"stag:p:window": new_dim}}
+        return {
+            inner: _window(window_dim=first_dim),
+            outer: {**_window(window_dim=second_dim), "from": inner},
+            "output": {"class": "reduce", "mode": "sum", "axis": new_dim, "from": "t"},
+            "t": tagged,
+        }
+
+    assert graph_hash(net("p", "q")) != graph_hash(net("q", "p"))

@@ -241,8 +241,42 @@ def _pair_constant_falsy_dtype() -> tuple[Net, Net]:
     return net(None), net("")  # RETURNN infers a dtype for None only: "" is no dtype TF knows
 
 
+def _pair_code_computes_a_name() -> tuple[Net, Net]:
+    """As _pair_code_names, with a name the code computes: no search of its words finds "p1"."""
+    code = "source(0) + source(1) + self.network.get_layer('p' + '1').output.placeholder"
+    a, b = swapped("p1", "q1")
+    return (
+        {**a, "output": {"class": "eval", "from": ["p1", "q1"], "eval": code}},
+        {**b, "output": {"class": "eval", "from": ["q1", "p1"], "eval": code}},
+    )
+
+
+def _pair_code_makes_a_variable() -> tuple[Net, Net]:
+    """Eval code that makes a TF variable: it is named after the eval layer (the checkpoint's names differ)."""
+    code = "source(0) + tf.compat.v1.get_variable('w', shape=(), initializer=tf.compat.v1.zeros_initializer())"
+
+    def net(name: str) -> Net:
+        return {name: {"class": "eval", "from": "data", "eval": code}, "output": {"class": "copy", "from": name}}
+
+    return net("e1"), net("e2")
+
+
+def _pair_activation_code_computes_a_name() -> tuple[Net, Net]:
+    """An activation with a call in it is code as well (get_activation_function evals ``lambda x: <code>``), and may
+    make a variable named after its layer."""
+    code = "x + tf.compat.v1.get_variable('w', shape=(), initializer=tf.compat.v1.ones_initializer())"
+
+    def net(name: str) -> Net:
+        return {name: act("data", code), "output": {"class": "copy", "from": name}}
+
+    return net("a1"), net("a2")
+
+
 #: What each pair shows, and the pair: RETURNN builds other models of them.
 PAIRS = {
+    "eval-code-computes-a-name": _pair_code_computes_a_name,
+    "eval-code-makes-a-variable": _pair_code_makes_a_variable,
+    "activation-code-makes-a-variable": _pair_activation_code_computes_a_name,
     "shape-deps-data-read-nowhere-else": _pair_shape_deps_data_read_nowhere_else,
     "loss-target-layer": _pair_loss_target,
     "names-in-eval-code": _pair_code_names,

@@ -16,6 +16,8 @@ from sisyphus.job_path import AbstractPath
 
 from i6_rc_jobs._serialization.refs import DimRef, MarkedRef
 from i6_rc_jobs._serialization.values import wrapper_code
+from i6_rc_jobs._hashing.dim_naming import NAMES_OTHERS, names_dims
+from i6_rc_jobs._hashing.graph_code import code_read_completely, is_code
 from i6_rc_jobs._hashing.graph_names import NameResolver
 from i6_rc_jobs._hashing.graph_rules import (
     CLASS_REFERENCE_OPTIONS,
@@ -227,6 +229,9 @@ class Graph(NameResolver):
             node["@scope"] = layer.scope
         if names_variables(desc):  # rule "layer-names": a TF variable is named after the layer
             node["@variable name"] = layer.name
+        if names_dims(desc):  # rule "layer-names": a dim is described by the layer's name (which lines up axes)
+            node["@dim name"] = layer.name
+            self._unread |= desc["class"] in NAMES_OTHERS  # or by another layer's
         loop = layer.net.loop
         if loop is not None:
             node["@loop"] = self._token(loop)
@@ -378,8 +383,10 @@ class Graph(NameResolver):
         if type(value) in _LEAVES:
             return value
         cls, net = layer.desc["class"], layer.net
-        if key == "activation" and type(value) is str and "(" in value:  # code (get_activation_function evals it)
-            return self._value(value, net, layer.prefix)
+        if is_code(key, value):
+            self._read_code(layer.desc, key, value)
+            if key == "activation":  # get_activation_function evals it
+                return self._value(value, net, layer.prefix)
         if (key in LITERAL_OPTIONS or key == "unit") and type(value) is str:  # "unit": a cell's name
             return value
         if key == "target":
@@ -391,6 +398,13 @@ class Graph(NameResolver):
                 return self._value(value, net, layer.prefix)  # LayerBase resolves only a str
             return self._references(value, net, KEYWORDS.get(key, frozenset()), layer.prefix)
         return self._value(value, net, layer.prefix)
+
+    def _read_code(self, desc: dict, key: str, code: Any) -> None:
+        """Rule "layer-names": eval or activation code that the graph cannot read completely (see graph_code) may
+        name any layer, or make variables named after its own: every layer keeps its name. A callable is denied by
+        _value."""
+        if type(code) is str or isinstance(code, CodeWrapper):
+            self._unread |= not code_read_completely(desc, key)
 
     def _references(self, value: Any, net: Net, keywords: frozenset[str], prefix: str) -> Any:
         """A reference option: each str in it (also in lists and as dict values) is a layer name, but keywords; a
@@ -408,7 +422,9 @@ class Graph(NameResolver):
                 out.append(found if found is not None else self._references(item, net, keywords, prefix))
             return out if cls is list else tuple(out)
         if cls is dict and not is_net(value) and not is_layer(value):
-            return {key: self._references(item, net, keywords, prefix) for key, item in sorted_items(value)}
+            return self._keyed(
+                {key: self._references(item, net, keywords, prefix) for key, item in sorted_items(value)}, net
+            )
         return self._value(value, net, prefix)
 
     def _target(self, value: Any, net: Net, prefix: str) -> Any:
@@ -467,7 +483,7 @@ class Graph(NameResolver):
         if cls is dict:
             if is_net(value) or is_layer(value):
                 return self._nested(value if is_net(value) else {"layer": value}, net, prefix)
-            return {key: self._value(item, net, prefix) for key, item in sorted_items(value)}
+            return self._keyed({key: self._value(item, net, prefix) for key, item in sorted_items(value)}, net)
         if cls is list or cls is tuple:
             out = [self._value(item, net, prefix) for item in value]
             return out if cls is list else tuple(out)
@@ -483,6 +499,17 @@ class Graph(NameResolver):
         if callable(value) or (isinstance(value, (CodeWrapper, DelayedBase)) and not isinstance(value, AbstractPath)):
             self._unread = True  # a function, a Sisyphus value: what it reads is unknown here (rule "layer-names")
         return value
+
+    def _keyed(self, items: dict, net: Net) -> Any:
+        """A dict's keys are values too (``set_dim_tags={"stag:x:window": ...}`` picks the dim named after layer x):
+        the dict, with the layers each str key finds or holds tied to it, if any."""
+        ties = []
+        for key in items:
+            if type(key) is str:
+                found, tied = self._resolve(key, net), self._ties(key)
+                if found is not None or tied:
+                    ties.append((key, found, tied))
+        return Tagged(("@keyed", items, ties)) if ties else items
 
     def _nested(self, network: dict, net: Net, prefix: str) -> Tagged:
         """A net dict in an option other than a subnetwork's or a loop's (e.g. a cond layer's branches): its layers

@@ -9,6 +9,7 @@ from typing import Any, Optional, Union
 
 from i6_rc_jobs._serialization.errors import SerializationError
 from i6_rc_jobs._serialization.refs import DimRef, MarkedRef
+from i6_rc_jobs._hashing.graph_code import code_read_completely
 from i6_rc_jobs._hashing.graph_rules import (
     INERT_OPTIONS,
     MARKING_OPTIONS,
@@ -379,7 +380,8 @@ def parse(network: dict, net: Net, prefix: str, depth: int, layers: list, subs: 
 
 
 def draws_random(layer: Layer) -> bool:
-    """Rule "subnetwork-namespace": whether the layer may draw from its network's random generator."""
+    """Rule "subnetwork-namespace": whether the layer may draw from its network's random generator (code that the
+    graph does not read completely may, see graph_code)."""
     desc = layer.desc
     if not RANDOM_DRAWING_OPTIONS.isdisjoint(desc):
         return True
@@ -387,8 +389,7 @@ def draws_random(layer: Layer) -> bool:
         return desc.get("seed") is None
     if layer.owns_parameters:
         return True
-    code = desc.get("eval")
-    return desc["class"] == "eval" and (type(code) is not str or "random" in code or "seed" in code)
+    return not (code_read_completely(desc, "activation") and code_read_completely(desc, "eval"))
 
 
 def under_scope(scopes: list[str], prefix: str) -> range:
