@@ -12,9 +12,10 @@ the data keys the network uses, with
 trainable, the train-mode output and losses (dropout and other random ops with fixed seeds), the objective (loss
 scales and options, L2) and its gradient with respect to every trainable variable.
 
-A base net is valid if RETURNN constructs it (others are discarded and counted); a variant RETURNN rejects is
-discarded and counted too. Variants whose both hashes moved are not built unless ``--build-moved`` (the property
-holds for them whatever RETURNN does). Each counterexample is shrunk (layers and options dropped while it persists)
-and printed as a reproducer; with ``--findings DIR`` each new kind is also written to ``DIR/<scheme>-<name>.md`` as
-soon as it is found. Prints per rule and per edit kind how many pairs kept each hash and how many moved it, and each
-rule's coverage (pairs where the dict hash moved while the graph hash stayed: the rule did the work)."""
+A base net is valid if RETURNN constructs it (others are discarded and counted); a variant RETURNN rejects is discarded
+and counted too, unless a hash kept: RETURNN building one net and refusing the other is a difference. Variants whose
+both hashes moved are not built unless ``--build-moved`` (the property holds for them whatever RETURNN does). Each
+counterexample is shrunk (layers and options dropped while it persists) and printed as a reproducer; with ``--findings
+DIR`` each new kind is also written to ``DIR/<scheme>-<name>.md`` as soon as it is found. Prints per rule and per edit
+kind how many pairs kept each hash and how many moved it, and each rule's coverage (pairs where the dict hash moved
+while the graph hash stayed: the rule did the work)."""

@@ -173,7 +173,9 @@ def g_eval_named(g: NetGen, a: str) -> Optional[str]:
     """Eval code that names a layer (RETURNN reads the name; the layer is built first, as a source)."""
     other = g.pick(lambda i: i == g.infos[a], False)
     # RETURNN wants every source used, and the named layer built before: it is the second source
-    code = f"source(0) + source(1) * self.network.get_layer({other!r}).output.placeholder"
+    code = (
+        f"source(0) + source(1) * self.network.get_layer({other!r}).output.copy_compatible_to(self.output).placeholder"
+    )
     return g.add("ev", {"class": "eval", "from": [a, other], "eval": code}, g.infos[a])
 
 
@@ -693,7 +695,9 @@ def g_eval_wrapper(g: NetGen, a: str) -> Optional[str]:
     from i6_core.returnn.config import CodeWrapper
 
     other = g.pick(lambda i: i == g.infos[a], False)
-    code = f"source(0) + source(1) * self.network.get_layer({other!r}).output.placeholder"
+    code = (
+        f"source(0) + source(1) * self.network.get_layer({other!r}).output.copy_compatible_to(self.output).placeholder"
+    )
     return g.add("ev", {"class": "eval", "from": [a, other], "eval": CodeWrapper(repr(code))}, g.infos[a])
 
 
@@ -811,6 +815,90 @@ def g_dim_wrapper(g: NetGen, src: str) -> Optional[str]:
     return g.add("lin", desc, Info((g.infos[src].dims[0], feat)))
 
 
+@picks(frames)
+def g_scope_local_names(g: NetGen, src: str) -> Optional[str]:
+    """A layer that describes a dim by its name and one of the same local name in a namespace subnetwork, combined:
+    RETURNN takes generated dims of one description for one dim, so the local name alone decides whether the two
+    line up (edit "edit-local-name" renames the inner one). Windows (``"<name>:window"``, static: any two of a size
+    line up in a combine) or range_from_length layers (``"<name>_input_len"``, dynamic)."""
+    info = g.infos[src]
+    if g.rng.random() < 0.5:
+        win = g.name("win")
+        window = {"class": "window", "from": src, "window_size": 3, "axis": TIME}
+        g.net[win] = window
+        inner = {win: {**window, "from": "data"}, "output": {"class": "copy", "from": win}}
+        block, both = g.name("block"), g.name("comb")  # not for other layers to read: their dims are not in Info
+        g.net[block] = {"class": "subnetwork", "from": src, "subnetwork": inner}
+        g.net[both] = {"class": "combine", "kind": "add", "from": [win, block]}
+        return g.add("red", {"class": "reduce", "mode": "max", "axis": f"stag:{win}:window", "from": both}, info)
+    length = g.add("len", {"class": "length", "from": src, "axis": TIME}, Info((), dtype="int32"))
+    double = g.add("comb", {"class": "combine", "kind": "add", "from": [length, length]}, g.infos[length])
+    positions = g.name("rfl")
+    g.net[positions] = {"class": "range_from_length", "from": double}
+    inner = {  # a length of its own: the root's is tagged with the root layer's dim already
+        double: {"class": "combine", "kind": "add", "from": [f"base:{length}", f"base:{length}"]},
+        positions: {"class": "range_from_length", "from": double},
+        "output": {"class": "copy", "from": positions},
+    }
+    block = g.name("block")
+    g.net[block] = {"class": "subnetwork", "from": src, "subnetwork": inner}
+    both = g.name("comb")
+    g.net[both] = {
+        "class": "combine",
+        "kind": "add",
+        "from": [positions, block, length],
+        "allow_broadcast_all_sources": True,
+    }
+    cast = g.name("cast")
+    g.net[cast] = {"class": "cast", "from": both, "dtype": "float32"}
+    red = g.add(
+        "red", {"class": "reduce", "mode": "max", "axis": f"stag:{positions}_input_len", "from": cast}, Info(())
+    )
+    return g.add("comb", {"class": "combine", "kind": "mul", "from": [src, red]}, info)
+
+
+@picks(frames)
+def g_dim_tags_key(g: NetGen, src: str) -> Optional[str]:
+    """``set_dim_tags`` keyed by an axis string that names a window layer (``"stag:<layer>:window"``): a key that is a
+    layer's name."""
+    info = g.infos[src]
+    win = g.name("win")
+    g.net[win] = {"class": "window", "from": src, "window_size": 3, "axis": TIME}
+    tagged = g.name("tags")
+    g.net[tagged] = {"class": "reinterpret_data", "from": win, "set_dim_tags": {f"stag:{win}:window": WINDOW}}
+    return g.add(
+        "red", {"class": "reduce", "mode": g.rng.choice(("max", "mean")), "axis": WINDOW, "from": tagged}, info
+    )
+
+
+@picks(lambda i: i.dtype == "float32" and i.batch)
+def g_eval_variable(g: NetGen, a: str) -> Optional[str]:
+    """Eval code that makes a TF variable, named after the eval layer (``<layer>/w``)."""
+    init = g.rng.choice(("zeros", "ones"))
+    code = f"source(0) + tf.compat.v1.get_variable('w', shape=(), initializer=tf.compat.v1.{init}_initializer())"
+    return g.add("ev", {"class": "eval", "from": a, "eval": code}, g.infos[a])
+
+
+@picks(lambda i: i.dtype == "float32" and i.batch)
+def g_eval_computed_name(g: NetGen, a: str) -> Optional[str]:
+    """Eval code that computes the name of the layer it reads (no whole word of it is in the code)."""
+    other = g.pick(lambda i: i == g.infos[a], False)
+    if other is None or other == "data":
+        other = g.add("cp", {"class": "copy", "from": a}, g.infos[a])
+    cut = g.rng.randrange(1, len(other))
+    named = f"self.network.get_layer({other[:cut]!r} + {other[cut:]!r})"
+    code = f"source(0) + source(1) * {named}.output.copy_compatible_to(self.output).placeholder"
+    return g.add("ev", {"class": "eval", "from": [a, other], "eval": code}, g.infos[a])
+
+
+@picks(frames)
+def g_float64_scalar(g: NetGen, src: str) -> Optional[str]:
+    """A scalar operation of a float64 layer (rule "scalar-operands" holds for float32 only), cast back."""
+    wide = g.add("cast", {"class": "cast", "from": src, "dtype": "float64"}, Info(g.infos[src].dims, dtype="float64"))
+    scaled = g.add("ev", {"class": "eval", "from": wide, "eval": g.rng.choice(EVAL_CODES[:5])}, g.infos[wide])
+    return g.add("cast", {"class": "cast", "from": scaled, "dtype": "float32"}, g.infos[src])
+
+
 def _by_kind(*generators: Generator) -> dict[str, Generator]:
     """Generators by their kind: the name without ``g_``."""
     return {fn.__name__[2:]: fn for fn in generators}
@@ -866,6 +954,11 @@ WIDE_GENERATORS = _by_kind(
     g_broadcast_out_shape,
     g_huge_constant,
     g_dim_wrapper,
+    g_scope_local_names,
+    g_dim_tags_key,
+    g_eval_variable,
+    g_eval_computed_name,
+    g_float64_scalar,
 )
 """Generators of what a review found the others never make (their kinds are counted in the report)."""
 

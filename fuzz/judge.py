@@ -80,8 +80,10 @@ class Judge:
         return built
 
     def differences(self, a: Built, b: Built, staged: bool, loaded: bool) -> list[str]:
-        """What RETURNN finds different ([] for the same); with ``loaded``, also whether the configs load as the same
-        dicts and dims."""
+        """What RETURNN finds different ([] for the same; a net it builds and one it refuses differ); with ``loaded``,
+        also whether the configs load as the same dicts and dims."""
+        if a.error is not None or b.error is not None:  # one that builds and one that does not run differently
+            return [] if a.error and b.error else [f"only {'b' if a.error else 'a'} builds: {a.error or b.error}"]
         lines = []
         if loaded and a.loaded != b.loaded:
             lines.append(

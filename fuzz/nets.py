@@ -20,9 +20,9 @@ def _first(sources: Any) -> Any:
 
 
 def _replace_strings(value: Any, fn: Callable[[str], str]) -> Any:
-    """``value`` with every str in it (in dicts, lists, tuples; dict keys of layers too; the code of a CodeWrapper)
-    replaced by ``fn`` (in place for dicts), except layer classes and a str "unit" (a rec layer's cell: a layer may be
-    named as a class or a cell is, "cumsum")."""
+    """``value`` with every str in it (in dicts, lists, tuples; dict keys too: a layer's, an axis string's; the code of
+    a CodeWrapper) replaced by ``fn`` (in place for dicts), except layer classes and a str "unit" (a rec layer's cell:
+    a layer may be named as a class or a cell is, "cumsum")."""
     if type(value) is str:
         return fn(value)
     if type(value) is CodeWrapper and type(value.code) is str:
@@ -31,7 +31,7 @@ def _replace_strings(value: Any, fn: Callable[[str], str]) -> Any:
         items = list(value.items())
         value.clear()
         for key, item in items:
-            new_key = fn(key) if type(key) is str and type(item) is dict and "class" in item else key
+            new_key = fn(key) if type(key) is str else key
             kept = key == "class" or (key == "unit" and type(item) is str)
             value[new_key] = item if kept else _replace_strings(item, fn)
         return value

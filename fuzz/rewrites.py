@@ -294,21 +294,38 @@ def rw_empty_shape_deps(net: Net, rng: random.Random) -> bool:
     return True
 
 
-def rw_extern_shape_deps(net: Net, rng: random.Random) -> bool:
-    """Extern data ("data", "data:data", "data:classes") added to the shape_deps of a constant or random layer outside
-    loops, which spells them as a str, a list or a tuple."""
+def _read_data(net: Net) -> list[str]:
+    """The spellings of the extern data that a root layer reads as a source (data nothing reads as a source would be
+    new to the network: the engine feeds it)."""
+    read = set()
+    for w in layers_of(net):
+        sources = w.desc.get("from", "data")
+        for source in [sources] if type(sources) is str else sources if type(sources) in (list, tuple) else ():
+            if w.kind == "root" and type(source) is str and (source == "data" or source.startswith("data:")):
+                read.add(source)
+    keys = {"data" if name in ("data", "data:data") else name[len("data:") :] for name in read}
+    return [name for name in ("data", "data:data", "data:classes") if (name.rpartition(":")[2] or "data") in keys]
+
+
+def _constants_outside_loops(net: Net) -> list[Where]:
     in_loops = {w.path + "/" for w in layers_of(net) if type(w.desc.get("unit")) is dict}
-    cands = [
+    return [
         w
         for w in layers_of(net)
         if w.desc["class"] in ("constant", "random") and not any(w.path.startswith(loop) for loop in in_loops)
     ]
-    if not cands:
+
+
+def rw_extern_shape_deps(net: Net, rng: random.Random) -> bool:
+    """Extern data that a layer reads as a source ("data", "data:data", "data:classes") added to the shape_deps of a
+    constant or random layer outside loops, which spells them as a str, a list or a tuple."""
+    cands, read = _constants_outside_loops(net), _read_data(net)
+    if not cands or not read:
         return False
     w = rng.choice(cands)
     deps = w.desc.get("shape_deps", [])
     deps = [deps] if type(deps) is str else list(deps)
-    deps.insert(rng.randrange(len(deps) + 1), rng.choice(("data", "data:data", "data:classes")))
+    deps.insert(rng.randrange(len(deps) + 1), rng.choice(read))
     spelling = rng.choice((list, tuple, str)) if len(deps) == 1 else rng.choice((list, tuple))
     w.desc["shape_deps"] = deps[0] if spelling is str else spelling(deps)
     return True
@@ -599,7 +616,42 @@ def ed_constant_dtype(net: Net, rng: random.Random) -> bool:
     return bool(cands)
 
 
+def ed_unread_data(net: Net, rng: random.Random) -> bool:
+    """Extern data that no layer reads as a source ("data:classes") added to the shape_deps of a constant or random
+    layer: the network now uses that data (the engine feeds and batches by it)."""
+    cands = _constants_outside_loops(net)
+    if not cands or "data:classes" in _read_data(net):
+        return False
+    w = rng.choice(cands)
+    deps = w.desc.get("shape_deps", [])
+    w.desc["shape_deps"] = [*([deps] if type(deps) is str else deps), "data:classes"]
+    return True
+
+
+def ed_falsy_dtype(net: Net, rng: random.Random) -> bool:
+    """A constant without dtype given a falsy one ("" or False), which RETURNN does not take for None."""
+    cands = [w.desc for w in layers_of(net) if w.desc["class"] == "constant" and w.desc.get("dtype") is None]
+    if cands:
+        rng.choice(cands)["dtype"] = rng.choice(("", False))
+    return bool(cands)
+
+
+def ed_local_name(net: Net, rng: random.Random) -> bool:
+    """A layer of a subnetwork renamed in it only, where a layer outside it has its name (its local name may describe
+    a dim that lines up with that layer's)."""
+    outside = {w.name for w in layers_of(net) if w.kind == "root"}
+    cands = [w for w in layers_of(net) if w.kind == "sub" and _renamable(w) and w.name in outside]
+    if not cands:
+        return False
+    w = rng.choice(cands)
+    rename(w.container, w.name, _fresh(net, "local"))
+    return True
+
+
 EDITS: dict[str, Callable[[Net, random.Random], bool]] = {
+    "edit-unread-data": ed_unread_data,
+    "edit-falsy-dtype": ed_falsy_dtype,
+    "edit-local-name": ed_local_name,
     "edit-note": ed_note,
     "edit-classes-layer": ed_classes_layer,
     "edit-out-shape": ed_out_shape,
@@ -656,7 +708,9 @@ def make_base(
         return Base(network, False, extern_data, [entry.suite], f"{entry.suite} {entry.test}")
     first = wide[index % len(wide)] if index < len(wide) or index % 3 == 0 else None
     net, kinds = generate(rng, first)
-    if rng.random() < 0.12:  # staged: a second stage with more layers (a generated net grown from the first)
+    # staged: a second stage grown from the first; not for the first bases, so that each wide generator's construct
+    # is judged in a net of one stage, which a second cannot spoil
+    if index >= len(wide) and rng.random() < 0.12:
         second = copy.deepcopy(net)
         rng.choice((rw_unreached, ed_add_option, ed_option))(second, rng)
         return Base({1: net, rng.choice((3, 5)): second}, True, kinds=kinds)

@@ -27,7 +27,7 @@ def counterexample_holds(
         return None
     code_a, code_b = serializer(a, "dict", staged, extern_data).get(), serializer(b, "dict", staged, extern_b).get()
     built_a, built_b = judge.build(code_a, a, staged), judge.build(code_b, b, staged)
-    if built_a.error or built_b.error:
+    if built_a.error and built_b.error:
         return None
     lines = judge.differences(built_a, built_b, staged, loaded=scheme == "dict")
     return lines or None

@@ -272,8 +272,32 @@ def _pair_activation_code_computes_a_name() -> tuple[Net, Net]:
     return net("a1"), net("a2")
 
 
+def _pair_local_name_describes_a_dim() -> tuple[Net, Net]:
+    """A range_from_length describes its new dim by its local name (``"<name>_input_len"``), and RETURNN takes two
+    generated dims of one description for one dim: one called ``x`` in a namespace subnetwork lines up with the root
+    ``x``'s, called ``y`` it is an axis of its own, which the combine adds as an outer sum. Nothing in either net has a
+    parameter, code, or the name in a string."""
+
+    def net(inner: str) -> Net:
+        block = {
+            "l2": add("base:len", "base:len"),  # a length of its own: the root l2's is tagged with x's dim already
+            inner: {"class": "range_from_length", "from": "l2"},
+            "output": {"class": "copy", "from": inner},
+        }
+        return {
+            "len": {"class": "length", "from": "data", "axis": time_dim},
+            "l2": add("len", "len"),
+            "x": {"class": "range_from_length", "from": "l2"},
+            "block": {"class": "subnetwork", "from": "data", "subnetwork": block},
+            "output": add("x", "block", "len", allow_broadcast_all_sources=True),
+        }
+
+    return net("x"), net("y")
+
+
 #: What each pair shows, and the pair: RETURNN builds other models of them.
 PAIRS = {
+    "local-name-describes-a-dim": _pair_local_name_describes_a_dim,
     "eval-code-computes-a-name": _pair_code_computes_a_name,
     "eval-code-makes-a-variable": _pair_code_makes_a_variable,
     "activation-code-makes-a-variable": _pair_activation_code_computes_a_name,
@@ -567,3 +591,23 @@ def test_a_subnetwork_sharing_its_scope_is_no_namespace(name_scope: Optional[str
         a = {"w": w, name: own, "output": add("data", "w", name)}
         same = serializer(a, "graph")._sis_hash() == serializer({**flat, "w": w}, "graph")._sis_hash()
         assert same is flattened, outside
+
+
+def test_a_scalar_operation_of_a_float64_source_is_no_combine_with_a_float32_constant():
+    """Rule "scalar-operands" holds for a float32 source only: an eval multiplies a float64 tensor by 0.5 in float64,
+    while a combine with a float32 constant fails. Of a float32 source, the two spellings still hash alike."""
+
+    def net(dtype: str, spelling: str) -> Net:
+        cast = {"class": "cast", "from": "data", "dtype": dtype}
+        if spelling == "eval":
+            return {"c": cast, "output": {"class": "eval", "from": "c", "eval": "source(0) * 0.5"}}
+        half = {"class": "constant", "value": 0.5}
+        return {"c": cast, "half": half, "output": {"class": "combine", "kind": "mul", "from": ["c", "half"]}}
+
+    builds, fails = net("float64", "eval"), net("float64", "combine")
+    assert same_model(serializer(builds).get(), serializer(builds).get()) == []
+    with pytest.raises(AssertionError):  # copy_compatible_to: "self.dtype == data.dtype"
+        same_model(serializer(fails).get(), serializer(fails).get())
+    assert serializer(builds, "graph")._sis_hash() != serializer(fails, "graph")._sis_hash()
+    same = [serializer(net("float32", spelling), "graph")._sis_hash() for spelling in ("eval", "combine")]
+    assert same[0] == same[1]

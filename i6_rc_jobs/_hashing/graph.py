@@ -53,6 +53,9 @@ from i6_rc_jobs._hashing.graph_scopes import (
 )
 from i6_rc_jobs._hashing.graph_spellings import (
     COMBINE_OPTIONS,
+    DTYPE_CLASSES,
+    FLOAT32_KEEPING,
+    FLOAT_MODES,
     EVAL_OPTIONS,
     RESPELLED,
     SCALAR_CLASSES,
@@ -106,8 +109,17 @@ class Graph(NameResolver):
     """The graph of one net dict: :attr:`form` (what is hashed, with DimRefs still in it) and :attr:`names` (the
     path in the dict of each numbered layer, for hash-diff)."""
 
-    def __init__(self, network: dict, where: str, extern_keys: frozenset[str] = frozenset()):
-        """``extern_keys``: the keys of the extern_data the network is run with (rule "extern-shape-deps")."""
+    def __init__(
+        self,
+        network: dict,
+        where: str,
+        extern_keys: frozenset[str] = frozenset(),
+        float32_keys: frozenset[str] = frozenset(),
+    ):
+        """``extern_keys``: the keys of the extern_data the network is run with (rule "extern-shape-deps");
+        ``float32_keys``: those of float32 data (rule "scalar-operands")."""
+        self._float32_keys = float32_keys
+        self._float32: dict[str, bool] = {}  # rule "scalar-operands": layer path -> whether proven float32
         self._where = where
         self._nested_nets = 0  # net dicts nested in options (see _nested)
         self._extern_deps: list[dict[str, Any]] = []  # nodes whose "shape_deps" may name extern data
@@ -339,7 +351,7 @@ class Graph(NameResolver):
             if options != EVAL_OPTIONS or not sources or len(sources) != 1 or type(desc["eval"]) is not str:
                 return None
             found = scalar_eval(desc["eval"])
-            if found is None:
+            if found is None or not self._is_float32(sources[0], layer.net):
                 return None
             kind, number, first = found
             pair = [sources[0], Scalar(number)]
@@ -354,12 +366,58 @@ class Graph(NameResolver):
         numbers = [self._float_constant(operand, layer.net) for operand in operands]
         if (numbers[0] is None) == (numbers[1] is None):
             return None
+        if not self._is_float32(operands[numbers[0] is not None], layer.net):
+            return None
         return {
             "class": "combine",
             "kind": desc["kind"],
             "from": [operand if number is None else Scalar(number) for operand, number in zip(operands, numbers)],
             **checked,
         }
+
+    def _is_float32(self, text: str, net: Net, depth: int = 0) -> bool:
+        """Rule "scalar-operands": whether what the name ``text`` read in ``net`` finds is proven float32: extern
+        data of a float32 key, a float32 constant, cast, variable or random layer, or a layer of a class that keeps
+        its sources' dtype (FLOAT32_KEEPING) all of whose sources are (a float operand is float32 only next to a
+        float32 tensor: with float64 or float16 data the eval spelling builds and the combine spelling fails)."""
+        found = self._lookup(text, net)
+        if type(found) is Tagged:
+            return found[0] == "@data" and found[1] in self._float32_keys
+        if found is None or found[3] or depth > MAX_DEPTH:  # a previous frame: its initial output
+            return False
+        if found[2] and found[0].desc["class"] != "split":  # a sub-layer: a split's parts have its dtype
+            return False
+        layer = found[0]
+        known = self._float32.get(layer.path)
+        if known is None:
+            self._float32[layer.path] = False  # a cycle proves nothing
+            known = self._float32[layer.path] = self._proves_float32(layer, depth)
+        return known
+
+    def _proves_float32(self, layer: Layer, depth: int) -> bool:
+        desc = layer.desc
+        cls = desc["class"]
+        if "out_type" in desc or not code_read_completely(desc, "activation"):
+            return False
+        if layer.unit is not None:  # a subnetwork's output, or a loop's (its frames stacked)
+            return self._is_float32("output", layer.unit, depth + 1)
+        if cls in DTYPE_CLASSES:
+            spelled = constant_value(desc, layer) if cls == "constant" else (desc.get("dtype", "float32"), None)
+            return spelled is not None and spelled[1 if cls == "constant" else 0] == "float32"
+        if cls not in FLOAT32_KEEPING or "dtype" in desc or (cls == "reduce" and desc.get("mode") not in FLOAT_MODES):
+            return False
+        if cls == "eval" or "eval" in desc:  # only the scalar operation: its float takes the dtype of its source
+            code = desc.get("eval")
+            options = desc.keys() - INERT_OPTIONS - {"out_shape"}
+            if cls != "eval" or not options <= EVAL_OPTIONS or type(code) is not str or scalar_eval(code) is None:
+                return False
+        sources: Any = desc.get("from", "data")
+        sources = [sources] if type(sources) is str else sources
+        return (
+            type(sources) in (list, tuple)
+            and len(sources) > 0
+            and all(type(name) is str and self._is_float32(name, layer.net, depth + 1) for name in sources)
+        )
 
     def _float_constant(self, text: str, net: Net) -> Optional[float]:
         """The float of a scalar float32 constant layer that ``text`` finds (without numbering it), else None."""

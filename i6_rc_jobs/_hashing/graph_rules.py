@@ -133,7 +133,10 @@ RULES: dict[str, Rule] = {
             "A binary operation of a layer and a float number is one node whichever way it is spelled: an eval "
             "'source(0) * 0.5' (also +, -, /, //, %, ** and tf.maximum/tf.minimum, either side) and a combine of "
             "the layer with a constant layer of that float (no shape, dtype float32) apply the same TF op to the same "
-            "float32 scalar (returnn_common b0f6e44 switched the first for the second in 2022-05). Not inside a loop "
+            "float32 scalar (returnn_common b0f6e44 switched the first for the second in 2022-05). Only where the layer "
+            "is proven float32 (float32 extern data, or a float32 constant, cast, variable or random, through layers "
+            "that keep their sources' dtype): an eval keeps its source's dtype, a combine with a float32 constant "
+            "fails on float64 or float16. Not inside a loop "
             "of a net whose layers draw from a random generator: which layers RETURNN moves out of a loop, and so "
             "the order in which layers draw their seeds, depends on how they are spelled.",
         ),

@@ -71,6 +71,16 @@ class Scalar:
         self.token = Tagged(("@scalar", number))
 
 
+#: Rule "scalar-operands": the classes whose output dtype is their "dtype" option (float32 where not given, but a
+#: constant's, which follows its value: see constant_value), and those whose output has their sources' dtype where
+#: they have no "dtype" or "out_type" (an eval only as a scalar operation; a reduce of FLOAT_MODES), each read off
+#: returnn/tf/layers/basic.py.
+DTYPE_CLASSES = frozenset({"constant", "cast", "variable", "random"})
+FLOAT32_KEEPING = frozenset(
+    "activation combine concat copy dot dropout eval expand_dims layer_norm linear merge_dims norm pad reduce "
+    "reinterpret_data slice softmax_over_spatial split split_dims squeeze window".split()
+)
+FLOAT_MODES = frozenset({"sum", "mean", "max", "min", "logsumexp"})
 SCALAR_KINDS = frozenset(SCALAR_OPERATORS.values()) | frozenset(SCALAR_FUNCTIONS.values())
 SCALAR_CLASSES = frozenset({"eval", "combine"})  # the classes of the layers rule "scalar-operands" looks at
 EVAL_OPTIONS = frozenset({"class", "eval", "from"})  # their effective options, if the rule applies

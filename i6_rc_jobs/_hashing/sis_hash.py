@@ -45,11 +45,21 @@ def layer_graphs(serializer: SerializedNet) -> dict[str, Graph]:
     sections = serializer.sections()
     extern_data = next((value for name, value in sections if name == "extern_data"), None) or {}
     keys = frozenset(key for key in extern_data if type(key) is str)
+    float32 = frozenset(key for key in keys if _dtype(extern_data[key]) == "float32")
     return {
-        name: Graph(value, name, keys)
+        name: Graph(value, name, keys, float32)
         for name, value in sections
         if name != "extern_data" and _is_hashed(serializer, name)
     }
+
+
+def _dtype(options: Any) -> Any:
+    """The dtype of extern data as RETURNN's Tensor makes it: given, or int32 if sparse, else float32."""
+    if type(options) is not dict:
+        return None
+    if options.get("dtype") is not None:
+        return options["dtype"]
+    return "int32" if options.get("sparse") or options.get("sparse_dim") is not None else "float32"
 
 
 def canonical_form(
