@@ -6,8 +6,10 @@ against the pinned RETURNN's code, so that a RETURNN update that invalidates an 
 
 from __future__ import annotations
 
+import ast
 import inspect
 import re
+import sys
 from typing import Any, Optional
 
 import pytest
@@ -422,6 +424,39 @@ def test_every_reference_option_is_resolved_as_layers_by_returnn():
             assert _resolves(classes[name], option), (name, option)
 
 
+#: Layer classes whose code names a dim after the layer, but not an auto-generated one (RETURNN compares it by
+#: identity, not by its description): boolean_mask's ``Dim(Data(name=f"{name}:mask"))``.
+_NAMED_NOT_GENERATED = frozenset({"boolean_mask"})
+_NAMES_A_DIM = re.compile(
+    r"""(Dim\(|description=)[^\n]*(%\s*\(?\s*(self\.)?name\b|\{(self\.)?name\}|["']\s*\+\s*(self\.)?name\b"""
+    r"""|(self\.)?name\s*\+\s*["'])"""
+)
+
+
+def test_every_class_whose_code_describes_a_dim_by_the_layer_s_name_keeps_it():
+    """The table of i6_rc_jobs/_hashing/dim_naming.py holds every layer class of the pinned RETURNN whose code (its
+    own or a base's, LayerBase's generic paths aside) makes a dim described by the layer's name: a RETURNN that adds
+    one fails here."""
+    from returnn.tf.layers.base import LayerBase
+
+    from i6_rc_jobs._hashing.dim_naming import CLASSES
+
+    sources: dict[tuple[str, str], str] = {}  # (module, class name) -> the class's code, each module parsed once
+    classes = _layer_classes()
+    for module in {base.__module__ for cls in classes.values() for base in cls.__mro__ if issubclass(base, LayerBase)}:
+        text = inspect.getsource(sys.modules[module])
+        for node in ast.parse(text).body:
+            if isinstance(node, ast.ClassDef):
+                sources[module, node.name] = ast.get_source_segment(text, node) or ""
+    found = set()
+    for name, cls in classes.items():
+        bases = [base for base in cls.__mro__ if base is not LayerBase and issubclass(base, LayerBase)]
+        if any(_NAMES_A_DIM.search(sources[base.__module__, base.__name__]) for base in bases):
+            found.add(name)
+    assert "window" in found and "range_from_length" in found  # the search finds what it looks for
+    assert found - _NAMED_NOT_GENERATED - set(CLASSES) == set()
+
+
 def test_keywords_are_returnns():
     from returnn.tf.layers.base import LayerBase
     from returnn.tf.layers.rec import RnnCellLayer
@@ -611,3 +646,38 @@ def test_a_scalar_operation_of_a_float64_source_is_no_combine_with_a_float32_con
     assert serializer(builds, "graph")._sis_hash() != serializer(fails, "graph")._sis_hash()
     same = [serializer(net("float32", spelling), "graph")._sis_hash() for spelling in ("eval", "combine")]
     assert same[0] == same[1]
+
+
+def _refused_reuse_of_a_copy() -> tuple[Net, Net]:
+    """reuse_params of a copy alias: RETURNN shares the variables of the layer named, and a copy has none."""
+    shared = {"class": "linear", "from": "data", "out_dim": hidden_dim}
+    a = {"ff": shared, "output": {**shared, "reuse_params": "ff"}}
+    return a, {"ff": shared, "alias": {"class": "copy", "from": "ff"}, "output": {**shared, "reuse_params": "alias"}}
+
+
+def _refused_copy_of_none() -> tuple[Net, Net]:
+    """A copy of "none" (a layer of that name renamed): "none" in "from" is no source to RETURNN."""
+    return (
+        {"ff": act("data"), "output": {"class": "copy", "from": "ff"}},
+        {"none": act("data"), "output": {"class": "copy", "from": "none"}},
+    )
+
+
+@pytest.mark.parametrize("make", [_refused_reuse_of_a_copy, _refused_copy_of_none])
+def test_a_net_returnn_refuses_hashes_apart_from_the_one_it_builds(make):
+    """Rules that take a spelling for another (a copy for its source) hold only where RETURNN builds both."""
+    builds, refused = make()
+    assert same_model(serializer(builds).get(), serializer(builds).get()) == []
+    with pytest.raises(AssertionError):
+        same_model(serializer(refused).get(), serializer(refused).get())
+    assert serializer(builds, "graph")._sis_hash() != serializer(refused, "graph")._sis_hash()
+
+
+def test_a_name_scope_tf_refuses_is_refused_with_its_path():
+    """TF refuses a root name scope that starts with "_" (which a layer's name becomes ".95." in): the graph hash
+    cannot take it for the scope of another spelling."""
+    net = {"output": {"class": "linear", "from": "data", "out_dim": hidden_dim, "name_scope": "_block"}}
+    with pytest.raises(ValueError, match="not a valid root scope name"):
+        same_model(serializer(net).get(), serializer(net).get())
+    with pytest.raises(SerializationError, match=r"network\['output'\]\['name_scope'\].*TF refuses"):
+        serializer(net, "graph")._sis_hash()

@@ -24,7 +24,8 @@ from tests.support.dims import DimMap, assert_equal_up_to_dims
 from tests.support.sisyphus_setup import REPO
 from tests.support.training import RETURNN_ROOT
 
-pytestmark = pytest.mark.slow  # ten real models built, written, constructed and trained with RETURNN: about 8 minutes
+# eleven real models built, written, constructed and trained with RETURNN: about 13 minutes
+pytestmark = pytest.mark.slow
 
 CASES = [(name, stage) for name in real_models.NAMES for stage in real_models.module(name).STAGES]
 TRAINABLE = [name for name in real_models.NAMES if real_models.module(name).TRAINS is None]
@@ -114,6 +115,24 @@ def test_written_config_gives_back_returnn_common_s_dims_and_net(corpus, name, s
     dims = DimMap()
     assert_equal_up_to_dims(extern_data, written_extern_data, dims, "extern_data")
     assert_equal_up_to_dims(network, written_network, dims, "network")
+
+
+STAGED = [name for name in real_models.NAMES if sum(isinstance(s, int) for s in real_models.module(name).STAGES) > 1]
+
+
+@pytest.mark.parametrize("name", STAGED)
+def test_written_stages_give_back_each_shared_dim_as_one_dim(corpus, name):
+    """The nets of ``get_network(epoch)`` share the extern data dims, and through RETURNN's dim math on them dims
+    derived in one stage (sums and products with the pooled time) are met again in another: one config's stages give
+    back each dim of returnn_common's stages as one dim, the same in every stage."""
+    epochs = sorted(stage for stage in corpus.stages(name) if isinstance(stage, int))
+    namespace: dict = {}
+    exec(compile(corpus.serializers(name)["train"].get(), "config.py", "exec"), namespace)
+    dims = DimMap()
+    for epoch in epochs:
+        extern_data, network = corpus.stages(name)[epoch]
+        assert_equal_up_to_dims(extern_data, namespace["extern_data"], dims, "extern_data")
+        assert_equal_up_to_dims(network, namespace["get_network"](epoch=epoch), dims, f"get_network({epoch})")
 
 
 @pytest.mark.parametrize("name, stage", CASES)

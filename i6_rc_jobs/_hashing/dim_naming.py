@@ -107,7 +107,7 @@ _OUT_DIM = _given("out_dim")
 
 #: By class: whether a layer of that class (its options ``desc``) may make a dim described by its name, beyond what
 #: any class makes from n_out or out_type (see names_dims).
-_CLASSES: dict[str, Callable[[dict], bool]] = {
+CLASSES: dict[str, Callable[[dict], bool]] = {
     # LayerBase._base_get_out_data_from_opts (base.py:427-497): "%s:feature-dense" from n_out or the target's dim
     **dict.fromkeys(
         "linear forward hidden softmax signal_masking first_t_frames_noise_estimator complex_to_alternating_real "
@@ -135,6 +135,7 @@ _CLASSES: dict[str, Callable[[dict], bool]] = {
     "stft": lambda desc: _OUT_DIM(desc) or not _dims(desc.get("out_spatial_dims")),  # signal_processing.py:844
     "pool": _given_all("out_spatial_dims"),  # basic.py:7322, as conv
     "reduce": _reduce,
+    "accumulate_mean": _reduce,  # a reduce
     "weighted_sum": _reduce,
     "stack": _given("out_spatial_dim", each=_static),  # basic.py:8149
     "dot": _dot,
@@ -170,5 +171,5 @@ def names_dims(desc: dict) -> bool:
         return False  # the output has these dims and no other (verify_out_shape), so no dim it named is in it
     if "out_type" in desc or ("n_out" in desc and desc["n_out"] is not None and not _dim(desc.get("out_dim"))):
         return True
-    naming = _CLASSES.get(desc["class"])
+    naming = CLASSES.get(desc["class"])
     return naming is not None and naming(desc)

@@ -504,24 +504,23 @@ class Graph(NameResolver):
         """ReuseParams.from_config_dict: a str is the layer to share with; in a dict, "reuse_layer" and "map" (each
         str, and "reuse_layer" and "layer_output" of each dict in it) are layer names; all else is any value."""
 
+        def layer(name: Any) -> Any:  # the layer whose variables are shared: a copy alias is a copy, no variables
+            found = self._resolve(name, net, aliases=False) if type(name) is str else None
+            return found if found is not None else self._references(name, net, frozenset(), prefix)
+
         def layers(value: dict, keys: tuple[str, ...]) -> dict:
             return {
-                key: self._references(item, net, frozenset(), prefix) if key in keys else self._value(item, net, prefix)
-                for key, item in sorted_items(value)
+                key: layer(item) if key in keys else self._value(item, net, prefix) for key, item in sorted_items(value)
             }
 
         if type(value) is str:
-            return self._references(value, net, frozenset(), prefix)
+            return layer(value)
         if type(value) is not dict or type(value.get("map", {})) is not dict:
             return self._value(value, net, prefix)
         out = layers({key: item for key, item in value.items() if key != "map"}, ("reuse_layer",))
         if "map" in value:
             out["map"] = {
-                key: (
-                    layers(item, ("reuse_layer", "layer_output"))
-                    if type(item) is dict
-                    else self._references(item, net, frozenset(), prefix)
-                )
+                key: layers(item, ("reuse_layer", "layer_output")) if type(item) is dict else layer(item)
                 for key, item in sorted_items(value["map"])
             }
         return out

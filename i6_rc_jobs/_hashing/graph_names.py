@@ -76,10 +76,11 @@ class NameResolver:
 
     # Resolving names.
 
-    def _resolve(self, text: str, net: Net) -> Any:
+    def _resolve(self, text: str, net: Net, aliases: bool = True) -> Any:
         """What the name ``text`` read in ``net`` refers to: a token (a layer's number, marked prev/stacked/loop
-        input) or an extern_data key (Tagged), or None if it finds nothing."""
-        target = self._lookup(text, net)
+        input) or an extern_data key (Tagged), or None if it finds nothing. Without ``aliases``, a copy alias is the
+        copy layer itself (for readers of more than its output: reuse_params reads a layer's variables)."""
+        target = self._lookup(text, net) if aliases else self._find(text, net, 0, aliases=False)
         if target is None or isinstance(target, Tagged):
             return target
         layer, stacked, sub, prev = target
@@ -96,7 +97,7 @@ class NameResolver:
             found = net.found[text] = self._find(text, net, 0)
         return found
 
-    def _find(self, text: str, net: Net, hops: int, prev: str = "") -> Any:
+    def _find(self, text: str, net: Net, hops: int, prev: str = "", aliases: bool = True) -> Any:
         """(layer, stacked, sub-layer path, prev mark) or a Tagged (extern data, a loop's or subnetwork's input) for
         ``text`` in ``net``, as RETURNN's get_layer finds it: ``base:`` and ``prev:`` in any order (one ``prev:``),
         then a layer of that name (also one named "data"), then "data"/"data:key", following namespaces and
@@ -106,7 +107,7 @@ class NameResolver:
             return None  # a cycle of aliases: RETURNN cannot build it either; the name stays as it is
         if ":" not in text and "/" not in text:  # most names: a layer here, no alias
             item = net.layers.get(text)
-            if type(item) is Layer and item.alias_of is None:
+            if type(item) is Layer and (item.alias_of is None or not aliases):
                 return self._prev(item, False, "", prev)
         while True:
             if text.startswith("base:"):
@@ -141,7 +142,7 @@ class NameResolver:
             return self._prev(found[0], found[1] or stacked, found[2], "prev-of-subnetwork" if prev else "")
         if item is None:
             return None
-        if item.alias_of is not None and not prev:  # rule "copy-alias"
+        if item.alias_of is not None and not prev and aliases:  # rule "copy-alias"
             found = self._find(item.alias_of, item.net, hops + 1)
             checked = "out_shape" in item.desc  # rule "out-shape": the alias checks what its source checks, or none
             if found is not None and type(found) is not Tagged:

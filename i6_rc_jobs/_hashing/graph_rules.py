@@ -49,7 +49,8 @@ RULES: dict[str, Rule] = {
             "A layer that may own parameters carries its effective TF name scope as RETURNN resolves it "
             "(nesting, name_scope '', relative and absolute, the 'rec/' of a loop or of a cell unit such as "
             "'nativelstm2' without name_scope): that is what names its "
-            "variables (checkpoints, param sharing), however the dict arrives at it.",
+            "variables (checkpoints, param sharing), however the dict arrives at it. A name_scope that makes a scope "
+            "TF refuses (a root scope starting with '_') is refused: no spelling of it builds.",
         ),
         Rule(
             "subnetwork-namespace",
@@ -89,7 +90,8 @@ RULES: dict[str, Rule] = {
         Rule(
             "copy-alias",
             "A copy layer of one source with no other option but inert ones (and an out_shape only by 'out-shape') "
-            "is its source: CopyLayer returns the source's output unchanged.",
+            "is its source: CopyLayer returns the source's output unchanged. Not where a layer shares its variables "
+            "(reuse_params: a copy has none), and a copy of 'none' has no source.",
         ),
         Rule(
             "from-list",

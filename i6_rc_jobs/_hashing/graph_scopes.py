@@ -12,6 +12,7 @@ from i6_rc_jobs._serialization.refs import DimRef, MarkedRef
 from i6_rc_jobs._hashing.graph_code import code_read_completely
 from i6_rc_jobs._hashing.graph_rules import (
     INERT_OPTIONS,
+    KEYWORDS,
     MARKING_OPTIONS,
     OUTPUT_READERS,
     PARAMETER_FREE_CLASSES,
@@ -299,12 +300,13 @@ def _alias_source(desc: dict) -> Optional[str]:
     if not desc.keys() - INERT_OPTIONS <= {"class", "from", "out_shape"}:
         return None
     sources = single_source(desc)
-    if sources is None or len(sources) != 1 or sources[0].startswith("prev:"):
-        return None
+    if sources is None or len(sources) != 1 or sources[0].startswith("prev:") or sources[0] in KEYWORDS["from"]:
+        return None  # "none" is no source
     return sources[0]
 
 
 _PLAIN_NAME = re.compile(r"[A-Za-z0-9.][A-Za-z0-9._]*")  # what get_valid_scope_name_from_str keeps as it is
+_TF_SCOPE = re.compile(r"[A-Za-z0-9.][A-Za-z0-9_.\-/>]*")  # a root name scope TF takes (tf.name_scope)
 
 
 def _scope_prefix(net_prefix: str, name: str, name_scope: Any) -> str:
@@ -318,9 +320,10 @@ def _scope_prefix(net_prefix: str, name: str, name_scope: Any) -> str:
         return net_prefix
     if name_scope == "/":
         return ""
-    if name_scope.startswith("/"):
-        return name_scope[1:] + "/"
-    return net_prefix + name_scope + "/"
+    prefix = name_scope[1:] + "/" if name_scope.startswith("/") else net_prefix + name_scope + "/"
+    if not _TF_SCOPE.fullmatch(prefix):  # else two spellings of a scope TF refuses would hash alike
+        raise SerializationError(f"name_scope {name_scope!r} makes the TF name scope {prefix!r}, which TF refuses")
+    return prefix
 
 
 def _valid_scope_name(name: str) -> str:

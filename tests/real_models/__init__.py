@@ -63,6 +63,7 @@ NAMES = [
     "conformer_aed",
     "transducer_blstm_cnn",
     "nar_tts_repeat",
+    "transducer_ln_staged",
 ]
 
 
