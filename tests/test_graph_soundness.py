@@ -663,7 +663,27 @@ def _refused_copy_of_none() -> tuple[Net, Net]:
     )
 
 
-@pytest.mark.parametrize("make", [_refused_reuse_of_a_copy, _refused_copy_of_none])
+def _refused_dim_tags_key() -> tuple[Net, Net]:
+    """``set_dim_tags`` keyed by ``"stag:x1:window"``, the dim window ``x1`` describes by its name: with the two
+    windows' names swapped, the key picks the window of 2 for a dim of 3, which RETURNN refuses."""
+    new = Dim(3, name="new", kind=Dim.Types.Spatial)
+
+    def window(source: str, size: int) -> dict:
+        return {"class": "window", "from": source, "window_size": size, "window_left": size - 1, "window_right": 0}
+
+    def net(inner: str, outer: str) -> Net:
+        return {
+            inner: window("data", 3),
+            outer: window(inner, 2),
+            "tagged": {"class": "reinterpret_data", "from": outer, "set_dim_tags": {"stag:x1:window": new}},
+            "first": {"class": "gather", "from": "tagged", "axis": new, "position": 0},
+            "output": {"class": "reduce", "mode": "sum", "axis": "dim:2", "from": "first"},
+        }
+
+    return net("x1", "x2"), net("x2", "x1")
+
+
+@pytest.mark.parametrize("make", [_refused_reuse_of_a_copy, _refused_copy_of_none, _refused_dim_tags_key])
 def test_a_net_returnn_refuses_hashes_apart_from_the_one_it_builds(make):
     """Rules that take a spelling for another (a copy for its source) hold only where RETURNN builds both."""
     builds, refused = make()
