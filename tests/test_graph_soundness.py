@@ -297,8 +297,27 @@ def _pair_local_name_describes_a_dim() -> tuple[Net, Net]:
     return net("x"), net("y")
 
 
+def _pair_masked_computation_name_scope() -> tuple[Net, Net]:
+    """A masked_computation's name_scope, even its own name, is passed on to its unit (MaskedComputationLayer), where
+    it moves a cell unit's variables out of ``rec/``: other checkpoint names, other initial values."""
+    masked_dim = Dim(None, name="masked", kind=Dim.Types.Spatial)
+
+    def net(**options: Any) -> Net:
+        unit = {"class": "rec", "from": "data", "out_dim": hidden_dim, "unit": "lstm"}
+        masked = {"class": "masked_computation", "from": "data", "mask": "mask", "unit": unit, **options}
+        return {
+            "red": {"class": "reduce", "mode": "sum", "axis": in_dim, "from": "data"},
+            "zero": {"class": "constant", "value": 0.0},
+            "mask": {"class": "compare", "from": ["red", "zero"], "kind": "greater"},
+            "output": {**masked, "in_spatial_dim": time_dim, "out_spatial_dim": masked_dim},
+        }
+
+    return net(), net(name_scope="output")
+
+
 #: What each pair shows, and the pair: RETURNN builds other models of them.
 PAIRS = {
+    "masked-computation-name-scope": _pair_masked_computation_name_scope,
     "local-name-describes-a-dim": _pair_local_name_describes_a_dim,
     "eval-code-computes-a-name": _pair_code_computes_a_name,
     "eval-code-makes-a-variable": _pair_code_makes_a_variable,

@@ -27,6 +27,7 @@ from i6_rc_jobs._hashing.graph_rules import (
     KEYWORDS,
     LITERAL_OPTIONS,
     MARKING_OPTIONS,
+    NAME_SCOPE_PASSING_CLASSES,
     SHAPE_DEPS_CLASSES,
     SOURCELESS_CLASSES,
     UNSET_VALUES,
@@ -203,6 +204,8 @@ class Graph(NameResolver):
                 node[key] = self._option(layer, key, desc[key])
                 continue
             if handling is _SKIP:  # rule "inert-options"
+                if key == "name_scope" and desc["class"] in NAME_SCOPE_PASSING_CLASSES:
+                    node[key] = desc[key]
                 continue
             if handling is _LITERAL:
                 value = desc[key]

@@ -105,7 +105,7 @@ RULES: dict[str, Rule] = {
         Rule(
             "inert-options",
             "Options that do not change what a layer computes are dropped: 'name_scope' (replaced by the parameter "
-            "scope it resolves to). Not 'out_shape': it is a check, but it also lets a layer broadcast its sources "
+            "scope it resolves to; not a masked_computation's, which its unit takes as its own). Not 'out_shape': it is a check, but it also lets a layer broadcast its sources "
             "(LayerBase.get_out_data_from_opts), and a failed check refuses the net.",
         ),
         Rule(
@@ -304,6 +304,11 @@ SHAPE_DEPS_CLASSES = frozenset({"constant", "random"})
 #: (rule "out-shape"), not "shape_deps": RandomLayer and ConstantLayer resolve it as layers, whose dims they take (a
 #: reference, see CLASS_REFERENCE_OPTIONS).
 INERT_OPTIONS = frozenset({"name_scope"})
+
+#: Rule "inert-options": the classes that pass their "name_scope" on to a layer dict they hold, for which it is more
+#: than a spelling of their own scope (MaskedComputationLayer: ``layer_desc.setdefault("name_scope",
+#: self.name_scope)``, which moves a cell unit's variables out of "rec/"); theirs is hashed as it is.
+NAME_SCOPE_PASSING_CLASSES = frozenset({"masked_computation"})
 
 #: Rule "layer-names", defaults that name a layer. The classes whose transform_config_dict (or a base's) defaults
 #: "from" to none (``d.setdefault("from", [])``); any other class without "from" reads "data"
