@@ -166,10 +166,9 @@ def names_dims(desc: dict) -> bool:
     (``"feature:<name>_output"``, ``"<name>_output:sparse-dim"``, base.py:411-517). Not where an out_shape of given dims
     holds: a layer's named dims reach other layers only through its output, and the check refuses an output with a
     dim it does not list (a dim of a description is equal to no given one)."""
-    out_shape = desc.get("out_shape")
-    if isinstance(out_shape, (set, frozenset)) and all(_dim(dim) for dim in out_shape):
-        return False  # the output has these dims and no other (verify_out_shape), so no dim it named is in it
-    if "out_type" in desc or ("n_out" in desc and desc["n_out"] is not None and not _dim(desc.get("out_dim"))):
-        return True
     naming = CLASSES.get(desc["class"])
-    return naming is not None and naming(desc)
+    generic = "out_type" in desc or ("n_out" in desc and desc["n_out"] is not None and not _dim(desc.get("out_dim")))
+    if not generic and (naming is None or not naming(desc)):
+        return False
+    out_shape = desc.get("out_shape")  # the output has these dims and no other (verify_out_shape): none it named
+    return not (isinstance(out_shape, (set, frozenset)) and all(type(dim) in _DIMS for dim in out_shape))
