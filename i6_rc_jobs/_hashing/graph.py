@@ -350,11 +350,10 @@ class Graph(NameResolver):
         options = desc.keys() - INERT_OPTIONS - {"out_shape"}  # kept as it is: the same check of the same output
         checked = {"out_shape": desc["out_shape"]} if "out_shape" in desc else {}
         if desc["class"] == "eval":
-            sources = single_source(desc)
-            if options != EVAL_OPTIONS or not sources or len(sources) != 1 or type(desc["eval"]) is not str:
+            found, sources = _scalar_eval_of(desc), single_source(desc)
+            if found is None or "from" not in desc or not sources or len(sources) != 1:
                 return None
-            found = scalar_eval(desc["eval"])
-            if found is None or not self._is_float32(sources[0], layer.net):
+            if not self._is_float32(sources[0], layer.net):
                 return None
             kind, number, first = found
             pair = [sources[0], Scalar(number)]
@@ -409,11 +408,8 @@ class Graph(NameResolver):
             return spelled is not None and spelled[1 if cls == "constant" else 0] == "float32"
         if cls not in FLOAT32_KEEPING or "dtype" in desc or (cls == "reduce" and desc.get("mode") not in FLOAT_MODES):
             return False
-        if cls == "eval" or "eval" in desc:  # only the scalar operation: its float takes the dtype of its source
-            code = desc.get("eval")
-            options = desc.keys() - INERT_OPTIONS - {"out_shape"}
-            if cls != "eval" or not options <= EVAL_OPTIONS or type(code) is not str or scalar_eval(code) is None:
-                return False
+        if (cls == "eval" or "eval" in desc) and _scalar_eval_of(desc) is None:  # its float takes its source's dtype
+            return False
         sources: Any = desc.get("from", "data")
         sources = [sources] if type(sources) is str else sources
         return (
@@ -598,3 +594,12 @@ def _hashable(value: Any) -> Any:
     if type(value) is list:
         return tuple(map(_hashable, value))
     return value
+
+
+def _scalar_eval_of(desc: dict[str, Any]) -> Optional[tuple[str, float, bool]]:
+    """Rule "scalar-operands": the scalar operation (:func:`scalar_eval`) of an eval layer that does nothing else (no
+    options but its code and sources, besides those that change nothing), else None."""
+    options = desc.keys() - INERT_OPTIONS - {"out_shape"}
+    if desc["class"] != "eval" or not options <= EVAL_OPTIONS or type(desc.get("eval")) is not str:
+        return None
+    return scalar_eval(desc["eval"])
