@@ -13,7 +13,11 @@ commits compute the same for a part iff its parameter names and shapes are equal
 one's parameters by name, gives the same outputs in both modes (to 1e-5).
 A commit only changes comments, docstrings or formatting iff every module of i6_models compiles to the same
 bytecode without docstrings (``compile(optimize=2)``, line numbers ignored). Targets: the hash moves for every part
-whose computation changed, and for no part at a commit that only changes comments, docstrings or formatting."""
+whose computation changed, and for no part at a commit that only changes comments, docstrings or formatting.
+
+The same for the hash of ``by_content(..., computation=Inputs.of(...))`` (the part's forward captured with features of
+shape ``(B, T, 16)``, ``T`` in 2..300, and a mask where it takes one): it must move for every part that computes
+otherwise, and should stay where only the code changed; its table follows the first, with the captures refused."""
 
 from __future__ import annotations
 
@@ -150,18 +154,23 @@ def _inputs() -> tuple[Any, Any]:
     return x, mask
 
 
-def _run(model: Any, x: Any, mask: Any) -> Any:
+def _takes_mask(model: Any) -> bool:
+    """Whether the part's forward takes a sequence mask after the features (two required arguments)."""
     import inspect
-
-    import torch
 
     params = [
         p
         for p in inspect.signature(model.forward).parameters.values()
         if p.default is inspect.Parameter.empty and p.kind is not p.VAR_KEYWORD and p.kind is not p.VAR_POSITIONAL
     ]
+    return len(params) >= 2
+
+
+def _run(model: Any, x: Any, mask: Any) -> Any:
+    import torch
+
     with torch.no_grad():
-        out = model(x, mask) if len(params) >= 2 else model(x)
+        out = model(x, mask) if _takes_mask(model) else model(x)
     out = out[0] if isinstance(out, tuple) else out  # an encoder's (output, mask)
     return torch.cat([o.flatten() for o in out]) if isinstance(out, list) else out  # the outputs of its layers
 
@@ -176,8 +185,17 @@ def _outputs(model: Any, x: Any, mask: Any) -> dict[str, Any]:
     return outputs
 
 
-def _fingerprint(module_name: str, class_name: str) -> dict[str, Any]:
-    """In a forked child (a fresh ``sys.modules`` past torch): the fingerprint a build of the part records."""
+def _computation_inputs(masked: bool) -> Any:
+    """The inputs the part's forward is captured with: features, and a mask where it takes one."""
+    from i6_rc_jobs import Inputs, TensorSpec
+
+    tensors: list[Any] = [("B", "T", DIM)] + ([TensorSpec(("B", "T"), "bool")] if masked else [])
+    return Inputs.of(*tensors, T=(2, 300))
+
+
+def _fingerprint(module_name: str, class_name: str, masked: bool) -> dict[str, Any]:
+    """In a forked child (a fresh ``sys.modules`` past torch): the fingerprint a build of the part records, hashed
+    by code and by computation (``by_content(..., computation=...)``: its hash, and the capture's own digest)."""
     read, write = os.pipe()
     pid = os.fork()
     if pid == 0:
@@ -189,8 +207,21 @@ def _fingerprint(module_name: str, class_name: str) -> dict[str, Any]:
             found = _part(module_name, class_name)
             assert found is not None
             libraries = ("returnn", "returnn_common", "torch", "numpy")  # i6_models hashed as the setup's code
-            fp = recorded_code(module_name, class_name, (found[1],), {}, True, libraries).fingerprint
-            data = {"digest": fp.digest, "fingerprint": fp.to_json()}
+            inputs = _computation_inputs(masked)
+            recorded = recorded_code(module_name, class_name, (found[1],), {}, True, libraries, computation=inputs)
+            fp, computed = recorded.fingerprint, recorded.computed
+            assert computed is not None
+            data = {
+                "digest": fp.digest,
+                "fingerprint": fp.to_json(),
+                "computed": {
+                    "digest": computed.digest or f"code {fp.digest}",  # refused: the code hash counts
+                    "capture": computed.fingerprint.digest if computed.fingerprint else None,
+                    "refused": computed.refused,
+                    "by_code": computed.by_code,
+                    "fingerprint": computed.fingerprint.to_json() if computed.fingerprint else None,
+                },
+            }
             with os.fdopen(write, "w") as f:
                 json.dump(data, f)
             status = 0
@@ -220,10 +251,10 @@ def version_main(source: str, out: str, previous: Optional[str]) -> None:
             continue
         if found is None:
             continue
-        entry: dict[str, Any] = _fingerprint(module_name, class_name)
         cls, cfg = found
         torch.manual_seed(0)
         model = cls(cfg)
+        entry: dict[str, Any] = _fingerprint(module_name, class_name, _takes_mask(model))
         x, mask = _inputs()
         state = {k: v.clone() for k, v in model.state_dict().items()}
         outputs = _outputs(model, x, mask)
@@ -363,7 +394,15 @@ def main() -> None:
                         line.replace(f"{source}{os.sep}", "").replace(f"{previous}{os.sep}src{os.sep}", "")
                         for line in old.changes(CodeFingerprint.from_json(entry["fingerprint"]))
                     ]
+                ours, theirs = before["computed"], entry["computed"]
                 row["parts"][name] = {
+                    "computation_moved": ours["digest"] != theirs["digest"],
+                    "capture_moved": (
+                        None if None in (ours["capture"], theirs["capture"]) else ours["capture"] != theirs["capture"]
+                    ),
+                    "refused": theirs["refused"],
+                    "by_code": sorted(theirs["by_code"]),
+                    "computation_changes": _computation_changes(ours, theirs),
                     "edit": _edit_kind(before["fingerprint"], entry["fingerprint"]),
                     "same": entry["same"],
                     "why": entry["why"],
@@ -374,6 +413,58 @@ def main() -> None:
             rows.append(row)
             previous, previous_parts = pathlib.Path(tmp) / commit, parts
     report(rows, time.time() - started, args.out)
+
+
+def _computation_changes(before: dict[str, Any], after: dict[str, Any]) -> list[str]:
+    """The first lines of what two captures differ by (empty where either was refused or they are equal)."""
+    from i6_rc_jobs import ComputationFingerprint
+
+    if before["fingerprint"] is None or after["fingerprint"] is None:
+        return []
+    old, new = (ComputationFingerprint.from_json(side["fingerprint"]) for side in (before, after))
+    return old.differences(new)[:6]
+
+
+def computation_report(rows: list[dict[str, Any]]) -> list[str]:
+    """The table of ``by_content(..., computation=...)``'s hash over the history, and its targets."""
+    lines = [
+        "| commit | parts | computing otherwise: hash moved | computing the same, code changed: hash kept (capture "
+        "kept) | only comments, docstrings, formatting: hash moved | unchanged code: hash moved | refused |",
+        "|---|---:|---|---:|---:|---:|---:|",
+    ]
+    kept_changed = same_code = same_kept = over = refused = 0
+    for row in rows:
+        judged = {n: p for n, p in row["parts"].items() if "same" in p}
+        changed = [n for n, p in judged.items() if not p["same"]]
+        kept_changed += sum(not judged[n]["computation_moved"] for n in changed)
+        same = {kind: [p for p in judged.values() if p["same"] and p["edit"] == kind] for kind in EDITS}
+        same_code += len(same["code"])
+        same_kept += sum(not p["computation_moved"] for p in same["code"])
+        over += sum(p["computation_moved"] for p in same["cosmetic"] + same["none"])
+        refused += sum(bool(p["refused"]) for p in judged.values())
+        changed_text = ", ".join(f"{n}: {'yes' if judged[n]['computation_moved'] else 'NO'}" for n in changed) or "-"
+        captures = sum(p["capture_moved"] is False for p in same["code"])
+        lines.append(
+            f"| {row['commit']} | {len(judged)} | {changed_text} | "
+            f"{sum(not p['computation_moved'] for p in same['code'])} of {len(same['code'])} ({captures}) | "
+            + " | ".join(
+                f"{sum(p['computation_moved'] for p in same[kind])} of {len(same[kind])}" for kind in EDITS[1:]
+            )
+            + f" | {sum(bool(p['refused']) for p in judged.values())} |"
+        )
+    lines.append("")
+    lines.append(
+        f"computation hash, target 1, it moves for every part that computes otherwise: {kept_changed} kept "
+        f"({'PASS' if not kept_changed else 'FAIL'})"
+    )
+    lines.append(
+        f"computation hash, target 2, kept where the code changed and the part computes the same: {same_kept} of {same_code}"
+    )
+    lines.append(
+        f"computation hash, no move for comments, docstrings, formatting or unchanged code: {over} moved "
+        f"({'PASS' if not over else 'FAIL'}); refused captures: {refused}"
+    )
+    return lines
 
 
 def report(rows: list[dict[str, Any]], seconds: float, out: str) -> None:
@@ -406,12 +497,18 @@ def report(rows: list[dict[str, Any]], seconds: float, out: str) -> None:
         "target 2, no move for a part whose code changed only in comments, docstrings or formatting (or not at all): "
         f"{over} moved ({'PASS' if not over else 'FAIL'})"
     )
+    lines += ["", *computation_report(rows)]
     lines.append(f"{len(rows)} commits, {seconds:.0f} s")
     print("\n".join(lines))
     for row in rows:
         for name, part in row["parts"].items():
             if part.get("moved"):
                 print(f"{row['commit']} {name}: " + "; ".join(part["changes"]))
+            if part.get("computation_moved") and part.get("same"):
+                why = part["refused"] or "; ".join(
+                    part["computation_changes"] + [f"by code: {n}" for n in part["by_code"]]
+                )
+                print(f"{row['commit']} {name}: computation hash moved, computing the same: {why}")
     pathlib.Path(out).parent.mkdir(parents=True, exist_ok=True)
     data = {"date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"), "rows": rows}
     pathlib.Path(out).write_text(json.dumps(data, indent=1))

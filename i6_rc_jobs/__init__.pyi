@@ -32,6 +32,13 @@ from i6_rc_jobs._code_hash.watch import watch_code as watch_code
 from i6_rc_jobs._code_hash.fingerprint import CodeFingerprint as CodeFingerprint
 from i6_rc_jobs._code_hash.fingerprint import DEFAULT_LIBRARIES as DEFAULT_LIBRARIES
 
+# Hashes of what a torch model computes.
+from i6_rc_jobs._computation.inputs import Inputs as Inputs
+from i6_rc_jobs._computation.inputs import TensorSpec as TensorSpec
+from i6_rc_jobs._computation.fingerprint import ComputationFingerprint as ComputationFingerprint
+from i6_rc_jobs._computation.fingerprint import computation_fingerprint as computation_fingerprint
+from i6_rc_jobs._computation.errors import NotCaptured as NotCaptured
+
 # Versioned imports.
 from i6_rc_jobs._imports.loader import import_ as import_
 from i6_rc_jobs._imports.errors import VersionedImportError as VersionedImportError

@@ -22,7 +22,7 @@ LAYERS: list[tuple[str, ...]] = [
     ("serializers", "_code_hash", "versioned"),
     ("jobs",),
     ("_hashing", "_builds"),
-    ("_serialization", "_imports", "_verify"),
+    ("_serialization", "_imports", "_verify", "_computation"),
     ("_compat",),
     ("_util",),
 ]

@@ -79,6 +79,17 @@ _API: list[tuple[str, str, list[tuple[str, Optional[str]]]]] = [
             ("DEFAULT_LIBRARIES", None),
         ],
     ),
+    (
+        "Hashes of what a torch model computes",
+        "How to choose it and what it proves: [Hash what a model computes](../guide/computation-hash.md).",
+        [
+            ("Inputs", None),
+            ("TensorSpec", None),
+            ("computation_fingerprint", None),
+            ("ComputationFingerprint", None),
+            ("NotCaptured", None),
+        ],
+    ),
     ("Versioned imports", "", [("import_", None), ("VersionedImportError", None)]),
     (
         "Checks with RETURNN",

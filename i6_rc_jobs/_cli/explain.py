@@ -47,7 +47,7 @@ def explain(a: Any, b: Any, path: str = "") -> Iterator[str]:
     elif isinstance(a, ByContent):
         for name in ("module", "qualname", "args", "kwargs"):
             yield from explain(getattr(a, name), getattr(b, name), _join(path, name))
-        for change in a.fingerprint().changes(b.fingerprint()):
+        for change in a.changes(b):
             yield f"{_join(path, 'code')}: {change}"
         yield from (f"    {line}" for line in code_diff(a, b))
     elif isinstance(a, ReturnnConfig):
@@ -421,7 +421,7 @@ def _diff_forms(
     elif type(a) is Tagged and a[0] == b[0] == "by-content":  # the owner's hash, then the reference it is written as
         owner_a, owner_b = side_a.owners.get(a[1]), side_b.owners.get(b[1])
         if a[1] != b[1] and isinstance(owner_a, ByContent) and isinstance(owner_b, ByContent):
-            for change in owner_a.fingerprint().changes(owner_b.fingerprint()):
+            for change in owner_a.changes(owner_b):
                 yield _Change(path + ".code", "", "", set(), change)
             diff = code_diff(owner_a, owner_b)
             if diff:

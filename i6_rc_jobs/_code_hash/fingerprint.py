@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 from typing import Any, Iterator, Optional
 
 from i6_rc_jobs._code_hash.normalize import DUMP_FORMAT
+from i6_rc_jobs._computation.fingerprint import ComputationFingerprint
 
 #: Top-level packages whose files are not hashed, only their identity (a checkout's commit, else the version): the
 #: rwth-i6 projects a setup pins by commit, and the frameworks. The other installed packages of the Python (stdlib,
@@ -139,13 +140,43 @@ class CodeFingerprint:
                 yield f"library {name}: {self.libraries.get(name) or 'not loaded'} -> {now.libraries.get(name) or 'not loaded'}"
 
 
+#: Why construction counts by its code in a marker hashed by computation (:mod:`.computed`).
+CONSTRUCTION = "construction, read by code that counts"
+
+
+@dataclass(frozen=True)
+class ComputedCode:
+    """What a build records of a marker hashed by computation: its fingerprint (None where the capture was refused,
+    ``refused`` saying why), the definitions that count by their code (``module:qualname`` -> why) and the digest
+    (None where refused: the code fingerprint's then counts)."""
+
+    fingerprint: Optional[ComputationFingerprint]
+    refused: Optional[str] = None
+    by_code: dict[str, str] = field(default_factory=dict)
+    digest: Optional[str] = None
+
+    def summary(self) -> str:
+        """One line for the log: how the marker is hashed."""
+        if self.fingerprint is None:
+            return f"hashed by its code, not by what it computes: {self.refused}"
+        if not self.by_code:
+            return "hashed by what it computes"
+        names = sorted(self.by_code, key=lambda name: (self.by_code[name].startswith(CONSTRUCTION), name))
+        shown = ", ".join(f"{name} ({self.by_code[name]})" for name in names[:3])
+        more = f" and {len(names) - 3} more" if len(names) > 3 else ""
+        return f"hashed by what it computes, and by the code of {shown}{more}"
+
+
 @dataclass(frozen=True)
 class RecordedCode:
-    """What a code build returns: the fingerprint, and the sources it was made of (module name -> bytes as read), which
-    the manager keeps as snapshots before the fingerprint is used (the bytes are not pickled with jobs)."""
+    """What a code build returns: the fingerprint, the sources it was made of (module name -> bytes as read), which
+    the manager keeps as snapshots before the fingerprint is used (the bytes are not pickled with jobs), and for a
+    marker hashed by computation, its capture."""
 
     fingerprint: CodeFingerprint
     sources: dict[str, bytes]
+    #: How a marker hashed by computation hashes (:mod:`.computed`); None for the others.
+    computed: Optional[ComputedCode] = None
 
 
 def _env_change(before: Optional[str], after: Optional[str]) -> str:

@@ -11,12 +11,13 @@ import os
 import re
 import weakref
 from pathlib import Path
-from typing import Any, Callable, Optional, Union
+from typing import Any, Callable, Iterator, Optional, Union
 
 from i6_rc_jobs._builds.errors import BuildError
 from i6_rc_jobs._code_hash import config_v2, snapshots
-from i6_rc_jobs._code_hash.fingerprint import DEFAULT_LIBRARIES, CodeFingerprint, RecordedCode
+from i6_rc_jobs._code_hash.fingerprint import DEFAULT_LIBRARIES, CodeFingerprint, ComputedCode, RecordedCode
 from i6_rc_jobs._code_hash.record import PRELOAD, recorded_code, resolve
+from i6_rc_jobs._computation.inputs import Inputs
 from i6_rc_jobs._serialization.job_config import JOB_CONFIG, options_text
 from i6_rc_jobs._serialization.pinned_code import CodePins
 
@@ -50,6 +51,8 @@ class ByContent:
     #: Why its build failed, in one line with the model's own frame: then its hash is that of the failure, and its
     #: jobs fail with this line where they write their config, while the manager goes on with the other jobs.
     failure: Optional[str] = None
+    #: The inputs of the model's forward where it is hashed by what it computes (:mod:`.computed`); None: by its code.
+    computation: Optional[Inputs] = None
 
     def __init__(
         self,
@@ -61,6 +64,7 @@ class ByContent:
         libraries: tuple[str, ...] = DEFAULT_LIBRARIES,
         live: bool = False,
         returnn_root: Optional[str] = None,
+        computation: Optional[Inputs] = None,
     ):
         self.module = module
         self.qualname = qualname
@@ -70,6 +74,9 @@ class ByContent:
         self.libraries = tuple(libraries)
         self.live = live
         self.returnn_root = returnn_root
+        self.computation = computation
+        #: How it hashes by computation, by the digest of the code fingerprint it was recorded with.
+        self._computed: dict[str, ComputedCode] = {}
         #: Fixed for the marker's life, as a job's hash is, and pickled with it (hash-diff compares those).
         self._fingerprint: Optional[CodeFingerprint] = None
         _pending.add(self)
@@ -95,6 +102,10 @@ class ByContent:
             construct = False
         return (self.module, self.qualname, self.args, self.kwargs, construct, self.libraries)
 
+    def _options(self) -> dict[str, Any]:
+        """The build's keyword arguments (none for a marker hashed by its code: its builds are cached as before)."""
+        return {} if self.computation is None else {"computation": self.computation}
+
     def fingerprint(self) -> CodeFingerprint:
         """The code it runs, recorded by a build (cached: warm, a lookup that proves the files unchanged); a failed
         build raises its line (:attr:`failure`). Where construction read the RETURNN config and the job's config is
@@ -119,7 +130,7 @@ class ByContent:
         for _ in range(CONFIG_ROUNDS):
             given = options_text({key: options[key] for key in read if key in options}, unavailable & read)
             if given not in configured:
-                call: tuple[Any, tuple, dict] = (recorded_code, (*self._call(), given), {})
+                call: tuple[Any, tuple, dict] = (recorded_code, (*self._call(), given), self._options())
                 (recorded,) = code_builds(self.returnn_root).build_many([call], failures=True)
                 configured[given] = self._kept(recorded)
             found = configured[given]
@@ -138,7 +149,20 @@ class ByContent:
         for name, module in recorded.fingerprint.modules.items():
             snapshots.store(root, name, module["package"], recorded.sources[name])
         self.snapshots = str(root)
+        if recorded.computed is not None:
+            self.__dict__.setdefault("_computed", {})[recorded.fingerprint.digest] = recorded.computed
         return recorded.fingerprint
+
+    def computed(self) -> Optional[ComputedCode]:
+        """How it hashes by computation (for the code it is hashed with, :meth:`fingerprint`); None for a marker
+        hashed by its code, or one whose build failed."""
+        if self.computation is None:
+            return None
+        try:
+            digest = self.fingerprint().digest
+        except BuildError:
+            return None
+        return self.__dict__.get("_computed", {}).get(digest)
 
     def _resolve(self) -> None:
         """Builds the fingerprints of this marker and of every other not yet resolved, in one batch; a marker whose
@@ -150,7 +174,9 @@ class ByContent:
             error = BuildError(f"its RETURNN {self.returnn_root} is not there (yet): make it before the manager hashes")
             found: list[Any] = [error] * len(markers)
         else:
-            calls: list[tuple[Any, tuple, dict]] = [(recorded_code, marker._call(), {}) for marker in markers]
+            calls: list[tuple[Any, tuple, dict]] = [
+                (recorded_code, marker._call(), marker._options()) for marker in markers
+            ]
             found = code_builds(self.returnn_root).build_many(calls, failures=True)
         for marker, recorded in zip(markers, found):
             _pending.discard(marker)
@@ -159,6 +185,24 @@ class ByContent:
                 marker.failure = kept
             else:
                 marker._fingerprint = kept
+
+    def changes(self, now: "ByContent") -> Iterator[str]:
+        """What differs between what this marker and ``now`` are hashed by, a line each: for two hashed by
+        computation, which graph, op, shape or initial value differs, and which definitions counted by their code;
+        then what changed in the code (where the code counts, as the lines before say, or for markers hashed by
+        it)."""
+        ours, theirs = self.computed(), now.computed()
+        if ours is not None and theirs is not None and ours.digest == theirs.digest:
+            return
+        if ours is not None and theirs is not None and ours.fingerprint is not None and theirs.fingerprint is not None:
+            yield from (f"computation: {line}" for line in ours.fingerprint.differences(theirs.fingerprint))
+            for name in sorted(set(ours.by_code) ^ set(theirs.by_code)):
+                yield f"counted by its code: {name}: {ours.by_code.get(name, 'no')} -> {theirs.by_code.get(name, 'no')}"
+        elif (ours, theirs) != (None, None):
+            said = ["its code" if c is None or c.fingerprint is None else "what it computes" for c in (ours, theirs)]
+            if said[0] != said[1]:
+                yield f"hashed by {said[0]} -> by {said[1]}"
+        yield from self.fingerprint().changes(now.fingerprint())
 
     def _sis_hash(self) -> bytes:
         from sisyphus.hash import sis_hash_helper  # (0.2 s of imports: only where a marker is hashed)
@@ -170,6 +214,17 @@ class ByContent:
             if str(e) not in _logged:
                 _logged.add(str(e))
                 logging.error(f"{e} (its jobs fail with this line; the other jobs go on)")
+        computed = self.computed()
+        if computed is not None:
+            line = f"{self!r}: {computed.summary()}"
+            if line not in _logged:
+                _logged.add(line)
+                if computed.digest is not None:
+                    logging.info(line)
+                else:
+                    logging.warning(line)
+            if computed.digest is not None:
+                code = f"computation {computed.digest}"
         return sis_hash_helper(("by_content", (f"{self.module}.{self.qualname}", self.args, self.kwargs, code)))
 
     def config_reference(self) -> Any:
@@ -283,6 +338,7 @@ def by_content(
     libraries: tuple[str, ...] = DEFAULT_LIBRARIES,
     live: bool = False,
     returnn_root: Any = None,
+    computation: Optional[Inputs] = None,
     **kwargs: Any,
 ) -> ByContent:
     """A marker for ``target`` that hashes by its code: a function, a class or a ``functools.partial`` of one, or its
@@ -293,7 +349,10 @@ def by_content(
     snapshots of what was hashed; ``live=True`` imports the setup's code as it is when the job runs (said in the log,
     since that may no longer be the code the hash names). ``returnn_root`` (a directory or a ``tk.Path``): the RETURNN
     the jobs run, if not the manager's (MiniReturnn for i6's PyTorch setups): the build imports it first, so that the
-    code is recorded with the RETURNN it runs with."""
+    code is recorded with the RETURNN it runs with. ``computation`` (``Inputs.of(("B", "T", 80), T=(16, 3000))``:
+    the tensors its forward takes): hash the model by what it computes where the build can prove that (its forward
+    captured in eval and train mode over these shapes, its initial parameters), by its code where not (said in the
+    log); see docs/guide/computation-hash.md."""
     if isinstance(target, functools.partial):
         return by_content(
             target.func,
@@ -303,6 +362,7 @@ def by_content(
             libraries=libraries,
             live=live,
             returnn_root=returnn_root,
+            computation=computation,
             **{**target.keywords, **kwargs},
         )
     if isinstance(target, str):
@@ -322,4 +382,4 @@ def by_content(
             "which may no longer be the code their hash names"
         )
     root = None if returnn_root is None else os.path.abspath(str(returnn_root))  # (a tk.Path: its path)
-    return ByContent(module, qualname, args, kwargs, construct, libraries, live, root)
+    return ByContent(module, qualname, args, kwargs, construct, libraries, live, root, computation)

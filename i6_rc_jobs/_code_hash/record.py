@@ -11,15 +11,17 @@ import importlib
 import os
 import sys
 import sysconfig
-from typing import Any, Optional
+from typing import Any, Optional, Union
 
 from i6_rc_jobs._builds import record as build_record
 from i6_rc_jobs._code_hash.libraries import identity, loaded_files, package_root
-from i6_rc_jobs._code_hash import config_reads, machine_queries
+from i6_rc_jobs._code_hash import computed, config_reads, machine_queries
 from i6_rc_jobs._serialization.job_config import canonical
 from i6_rc_jobs._util.loaded_modules import module_file
 from i6_rc_jobs._code_hash.fingerprint import DEFAULT_LIBRARIES, NOT_SET, TOOLS, CodeFingerprint, RecordedCode
 from i6_rc_jobs._code_hash.normalize import setup_code
+from i6_rc_jobs._computation.fingerprint import ComputationFingerprint
+from i6_rc_jobs._computation.inputs import Inputs
 
 #: What a code build's server imports before it forks builds: torch and this builder (RETURNN, imported by a model
 #: that needs it, takes a tenth of a second: preloaded, it would be in every model's fingerprint).
@@ -45,13 +47,15 @@ def recorded_code(
     construct: Optional[bool],
     libraries: tuple[str, ...] = DEFAULT_LIBRARIES,
     config: Optional[str] = None,
+    computation: Optional[Inputs] = None,
 ) -> RecordedCode:
     """The fingerprint of ``module.qualname``, with the sources it was made of: constructed with ``args`` and
     ``kwargs`` on the ``meta`` device if ``construct`` (None: if it is a class or arguments are given), else only
     imported; then every module that the setup's code imports inside a function (or anywhere) is imported too, as
     running the code would, and what does not import is recorded as absent. RETURNN's ``get_global_config()``
     gives the options of the job's ``config`` (:func:`.config_reads.options_text`; none if not given), and the
-    options looked up count."""
+    options looked up count. With ``computation`` (the inputs of its forward), the model is also constructed on CPU
+    and captured (:mod:`.computed`), with the options of the job's config as construction reads them."""
     opened_before = set(build_record.opened())
     options, unavailable = config_reads.given(config)
     with (
@@ -61,9 +65,17 @@ def recorded_code(
         target = resolve(module, qualname)
         if construct is None:
             construct = isinstance(target, type) or bool(args or kwargs)
+        call = functools.partial(target, *args, **kwargs)
         if construct:
-            _construct(functools.partial(target, *args, **kwargs))
+            _construct(call)
         absent = _import_what_the_code_imports(libraries)
+        capture: Union[ComputationFingerprint, str, None] = None
+        if computation is not None:
+            capture = (
+                computed.captured(_on_cpu(call), computation, frozenset(_split(libraries)[0].values()))
+                if construct
+                else "the marker is only imported, not constructed: there is no model to capture"
+            )
     if asked:  # (the code caught the refusal)
         raise RuntimeError(f"{asked[0]} while the model code is recorded; choose in the config")
     setup, loaded, native = _split(libraries)
@@ -98,7 +110,7 @@ def recorded_code(
         library_files=checked,
         config_read={key: canonical(options[key]) if key in options else NOT_SET for key in looked_up},
     )
-    return RecordedCode(fingerprint, sources)
+    return RecordedCode(fingerprint, sources, None if capture is None else computed.judged(capture, fingerprint, code))
 
 
 def _environment_read(files: set[str]) -> dict[str, Optional[str]]:
@@ -209,6 +221,19 @@ def _construct(call: functools.partial) -> None:
         rf.select_backend_torch()
     with torch.device("meta"):
         call()
+
+
+def _on_cpu(call: functools.partial) -> functools.partial:
+    """The construction as a job makes it (real tensors on CPU), for the capture."""
+    return functools.partial(_construct_on_cpu, call)
+
+
+def _construct_on_cpu(call: functools.partial) -> Any:
+    if "returnn.frontend" in sys.modules:
+        import returnn.frontend as rf
+
+        rf.select_backend_torch()
+    return call()
 
 
 def _installed() -> tuple[str, ...]:
