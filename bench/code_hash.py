@@ -154,13 +154,14 @@ def _inputs() -> tuple[Any, Any]:
     return x, mask
 
 
-def _takes_mask(model: Any) -> bool:
-    """Whether the part's forward takes a sequence mask after the features (two required arguments)."""
+def _takes_mask(cls: type) -> bool:
+    """Whether the part's forward takes a sequence mask after the features (two required arguments, besides
+    ``self``)."""
     import inspect
 
     params = [
         p
-        for p in inspect.signature(model.forward).parameters.values()
+        for p in list(inspect.signature(cls.forward).parameters.values())[1:]
         if p.default is inspect.Parameter.empty and p.kind is not p.VAR_KEYWORD and p.kind is not p.VAR_POSITIONAL
     ]
     return len(params) >= 2
@@ -170,7 +171,7 @@ def _run(model: Any, x: Any, mask: Any) -> Any:
     import torch
 
     with torch.no_grad():
-        out = model(x, mask) if _takes_mask(model) else model(x)
+        out = model(x, mask) if _takes_mask(type(model)) else model(x)
     out = out[0] if isinstance(out, tuple) else out  # an encoder's (output, mask)
     return torch.cat([o.flatten() for o in out]) if isinstance(out, list) else out  # the outputs of its layers
 
@@ -242,19 +243,20 @@ def version_main(source: str, out: str, previous: Optional[str]) -> None:
 
     sys.path.insert(0, source)
     results: dict[str, Any] = {}
+    present = {}
     for module_name, class_name in PARTS:
-        name = class_name
         try:
             found = _part(module_name, class_name)
         except Exception as e:  # a part that no longer builds with this bench's config
-            results[name] = {"error": f"{type(e).__name__}: {e}"}
+            results[class_name] = {"error": f"{type(e).__name__}: {e}"}
             continue
-        if found is None:
-            continue
-        cls, cfg = found
+        if found is not None:
+            # Forked before this process computes anything: a child forked after torch ran an op may hang in
+            # torch's thread pool (the build server, too, only imports torch before it forks).
+            present[class_name] = (*found, _fingerprint(module_name, class_name, _takes_mask(found[0])))
+    for name, (cls, cfg, entry) in present.items():
         torch.manual_seed(0)
         model = cls(cfg)
-        entry: dict[str, Any] = _fingerprint(module_name, class_name, _takes_mask(model))
         x, mask = _inputs()
         state = {k: v.clone() for k, v in model.state_dict().items()}
         outputs = _outputs(model, x, mask)

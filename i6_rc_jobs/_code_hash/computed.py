@@ -14,10 +14,10 @@ import ast
 import hashlib
 import json
 import os
-from typing import Any, Callable, Iterator, Optional, Union
+from typing import Any, Callable, Iterator, NamedTuple, Union
 
 from i6_rc_jobs._code_hash.fingerprint import CONSTRUCTION, CodeFingerprint, ComputedCode
-from i6_rc_jobs._code_hash.normalize import ModuleCode
+from i6_rc_jobs._code_hash.normalize import definition_digests
 from i6_rc_jobs._computation.fingerprint import ComputationFingerprint, NotCaptured, computation_fingerprint
 from i6_rc_jobs._computation.inputs import Inputs
 
@@ -37,16 +37,16 @@ def captured(make: Callable[[], Any], inputs: Inputs, files: frozenset[str]) -> 
 
 
 def judged(
-    capture: Union[ComputationFingerprint, str], fingerprint: CodeFingerprint, code: dict[str, ModuleCode]
+    capture: Union[ComputationFingerprint, str], fingerprint: CodeFingerprint, sources: dict[str, bytes]
 ) -> ComputedCode:
-    """How the marker hashes, from its capture and its code (``fingerprint``, with each module's code as counted in
-    ``code``)."""
+    """How the marker hashes, from its capture and its code (``fingerprint``, with the setup modules' ``sources``)."""
     if isinstance(capture, str):
         return ComputedCode(None, capture)
     files = {name: os.path.realpath(module["file"]) for name, module in fingerprint.modules.items()}
-    by_code = _by_code(capture.lines, files, code)
+    definitions = {name: definition_digests(sources[name], files[name]) for name in sorted(files)}
+    by_code = _by_code(capture, files, sources)
     kept = {
-        name: {key: code[name].definitions[key] for key in ["<module>", *_keys(by_code, name, code[name])]}
+        name: {key: definitions[name][key] for key in ["<module>", *_keys(by_code, name, definitions[name])]}
         for name in sorted(files)
     }
     what = {
@@ -59,60 +59,82 @@ def judged(
     return ComputedCode(capture, None, by_code, digest)
 
 
-def _keys(by_code: dict[str, str], module: str, code: ModuleCode) -> list[str]:
+def _keys(by_code: dict[str, str], module: str, definitions: dict[str, str]) -> list[str]:
     """The keys of the module's definition digests that stand for its definitions counted by code: a method's own
     (``Model.recognize``), else the top-level definition that holds it."""
     keys = set()
     for name in by_code:
         owner, _, qualname = name.partition(":")
-        if owner != module:
-            continue
-        parts = [part for part in qualname.split(".") if part != "<locals>"]
-        key = next((".".join(parts[:n]) for n in range(len(parts), 0, -1) if ".".join(parts[:n]) in code.definitions))
-        keys.add(key)
+        if owner == module:
+            parts = [part for part in qualname.split(".") if part != "<locals>"]
+            keys.add(next(".".join(parts[:n]) for n in range(len(parts), 0, -1) if ".".join(parts[:n]) in definitions))
     return sorted(keys)
 
 
-def _by_code(lines: dict[str, dict[str, list[int]]], files: dict[str, str], code: dict[str, ModuleCode]) -> dict:
-    """The setup's functions that count by their code, and why."""
-    forward_lines = lines.get("forward", {})
-    construction_lines = lines.get("construction", {})
+class _Function(NamedTuple):
+    statements: set[int]  # the lines of its statements that run when it runs
+    names: set[str]  # the identifiers and identifier-like strings it holds: what it may call
+
+
+def _by_code(capture: ComputationFingerprint, files: dict[str, str], sources: dict[str, bytes]) -> dict[str, str]:
+    """The setup's functions that count by their code, and why: the methods of the model's classes (its modules',
+    and their bases') that did not run, the functions the forward ran with a line that did not run, the functions
+    that never ran which those may call (by name, in any setup module: the capture vouches for a function whose
+    every line ran), and then construction. A function that neither the model's classes hold nor such code may
+    call cannot run through the model: it does not count (the code hash counts it, for code that imports it)."""
+    forward_lines, construction_lines = capture.lines.get("forward", {}), capture.lines.get("construction", {})
+    classes = set(capture.classes)
+    functions: dict[str, _Function] = {}
     found: dict[str, str] = {}
     construction: list[str] = []
+    never_ran: set[str] = set()
+    top_level: set[str] = set()  # the names the modules' top-level code (run at import, not watched) holds
     for module, path in sorted(files.items()):
-        with open(path, "rb") as f:
-            tree = ast.parse(f.read(), path)
-        counted = code[module].counted
         forward, built = set(forward_lines.get(path, ())), set(construction_lines.get(path, ()))
-        for qualname, statements in _functions(tree, counted):
+        tree = ast.parse(sources[module], path)
+        for statement in tree.body:
+            if not isinstance(statement, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+                top_level |= _names(statement)
+        for qualname, function in _functions(tree):
             name = f"{module}:{qualname}"
             if qualname.rpartition(".")[2] in DESCRIBING:
                 continue
-            if not statements & (forward | built):
+            functions[name] = function
+            ran = function.statements & (forward | built)
+            if not ran:
+                never_ran.add(name)
+            if not ran and name.rpartition(".")[0] in classes:
                 found[name] = "not run by the capture"
-            elif statements & forward and statements - forward - built:
-                missed = sorted(statements - forward - built)
-                found[name] = f"line {missed[0]} not run by the capture" + (
-                    f", and {len(missed) - 1} more" if len(missed) > 1 else ""
-                )
-            elif not statements & forward:
+            elif function.statements & forward and function.statements - forward - built:
+                missed = sorted(function.statements - forward - built)
+                more = f", and {len(missed) - 1} more" if len(missed) > 1 else ""
+                found[name] = f"line {missed[0]} not run by the capture{more}"
+            elif ran and not function.statements & forward:
                 construction.append(name)
+    pending: list[tuple[str, set[str]]] = [(name, functions[name].names) for name in found]
+    if found:  # what import ran may be read by code that counts
+        pending.append(("top-level code", top_level))
+    while pending:
+        caller, names = pending.pop()
+        for name in sorted(never_ran - set(found)):
+            if name.rpartition(".")[2].rpartition(":")[2] in names:
+                found[name] = f"may be called by {caller}"
+                pending.append((name, functions[name].names))
     if found:  # what construction sets may be read where the capture did not look
-        found.update({name: CONSTRUCTION for name in construction})
+        found.update({name: CONSTRUCTION for name in construction if name not in found})
     return found
 
 
-def _functions(tree: ast.Module, counted: Optional[list[str]]) -> Iterator[tuple[str, set[int]]]:
-    """Each function of the counted top-level definitions (all where ``counted`` is None), by qualified name as
-    Python gives it, with the lines of its statements that run when it runs (not its docstring, nor a ``raise``:
-    a branch that only raises fails the job where it runs, it computes nothing else)."""
+def _functions(tree: ast.Module) -> Iterator[tuple[str, _Function]]:
+    """Each function of the module, by qualified name as Python gives it, with the lines of its statements that run
+    when it runs (not its docstring, nor a ``raise``: a branch that only raises fails the job where it runs, it
+    computes nothing else) and the names it holds."""
     for statement in tree.body:
         if isinstance(statement, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
-            if counted is None or statement.name in counted:
-                yield from _inner(statement, "")
+            yield from _inner(statement, "")
 
 
-def _inner(node: ast.AST, prefix: str) -> Iterator[tuple[str, set[int]]]:
+def _inner(node: ast.AST, prefix: str) -> Iterator[tuple[str, _Function]]:
     if isinstance(node, ast.ClassDef):
         for statement in node.body:
             if isinstance(statement, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
@@ -122,7 +144,7 @@ def _inner(node: ast.AST, prefix: str) -> Iterator[tuple[str, set[int]]]:
         statements: set[int] = set()
         nested: list[ast.AST] = []
         _statements(node.body, statements, nested)
-        yield qualname, statements
+        yield qualname, _Function(statements, _names(node))
         for inner in nested:
             yield from _inner(inner, f"{qualname}.<locals>.")
 
@@ -144,3 +166,17 @@ def _statements(body: list[ast.stmt], lines: set[int], nested: list[ast.AST]) ->
             _statements(handler.body, lines, nested)
         for case in getattr(statement, "cases", []):
             _statements(case.body, lines, nested)
+
+
+def _names(node: ast.AST) -> set[str]:
+    """The identifiers a function's code holds (names, attributes, and strings that are identifiers: ``getattr(self,
+    "search")``), nested functions included."""
+    found = set()
+    for inner in ast.walk(node):
+        if isinstance(inner, ast.Name):
+            found.add(inner.id)
+        elif isinstance(inner, ast.Attribute):
+            found.add(inner.attr)
+        elif isinstance(inner, ast.Constant) and isinstance(inner.value, str) and inner.value.isidentifier():
+            found.add(inner.value)
+    return found

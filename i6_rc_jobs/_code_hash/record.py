@@ -110,7 +110,9 @@ def recorded_code(
         library_files=checked,
         config_read={key: canonical(options[key]) if key in options else NOT_SET for key in looked_up},
     )
-    return RecordedCode(fingerprint, sources, None if capture is None else computed.judged(capture, fingerprint, code))
+    return RecordedCode(
+        fingerprint, sources, None if capture is None else computed.judged(capture, fingerprint, sources)
+    )
 
 
 def _environment_read(files: set[str]) -> dict[str, Optional[str]]:

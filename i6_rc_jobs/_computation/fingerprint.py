@@ -37,6 +37,9 @@ class ComputationFingerprint:
     listings: dict[str, list[str]] = field(default_factory=dict, compare=False, repr=False)
     #: The lines of the watched files run in construction and in the forward (:class:`.coverage.Lines`; not hashed).
     lines: dict[str, dict[str, list[int]]] = field(default_factory=dict, compare=False, repr=False)
+    #: The classes of the model's modules and their bases, as ``module:qualname`` (not hashed: whether their methods
+    #: ran decides what of the code counts beside, :mod:`i6_rc_jobs._code_hash.computed`).
+    classes: list[str] = field(default_factory=list, compare=False, repr=False)
     digest: str = field(init=False, compare=False)
 
     def __post_init__(self) -> None:
@@ -71,11 +74,13 @@ class ComputationFingerprint:
             "graphs": self.graphs,
             "init": self.init,
             "listings": self.listings,
+            "lines": self.lines,
+            "classes": self.classes,
         }
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> ComputationFingerprint:
-        return cls(data["torch"], data["inputs"], data["graphs"], data["init"], data.get("listings", {}))
+        return cls(*(data[name] for name in ("torch", "inputs", "graphs", "init", "listings", "lines", "classes")))
 
 
 def _short(start: str) -> str:
@@ -104,7 +109,10 @@ def computation_fingerprint(
     for mode in MODES:
         for label, graph in capture(model, inputs, mode, lines).items():
             graphs[label], listings[label] = graph.digest, graph.listing
-    return ComputationFingerprint(str(torch.__version__), inputs.describe(), graphs, init, listings, lines.to_json())
+    classes = sorted({f"{c.__module__}:{c.__qualname__}" for module in model.modules() for c in type(module).__mro__})
+    return ComputationFingerprint(
+        str(torch.__version__), inputs.describe(), graphs, init, listings, lines.to_json(), classes
+    )
 
 
 def initial_values(model: Any) -> dict[str, str]:
