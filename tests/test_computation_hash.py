@@ -143,13 +143,15 @@ def test_a_method_the_capture_never_runs_counts_by_its_code_and_construction_wit
         + textwrap.indent(
             textwrap.dedent("""
             def recognize(self, x, beam_size=4):
-                return self.forward(x).topk(beam_size)
+                return _best(self.forward(x), beam_size)
             """),
             "    ",
         )
+        + "\n\ndef _best(scores, beam_size):\n    return scores.topk(beam_size)\n"
     )
     first, log = start(setup_dir, "first")
     said = "hashed by what it computes, and by the code of my_model:Model.recognize (not run by the capture), "
+    said += "my_model:_best (may be called by my_model:Model.recognize), "
     assert said + "my_model:Model.__init__ (construction, read by code that counts)" in log
     _edit(model, "beam_size=4", "beam_size=8")
     recognize_edited, _ = start(setup_dir, "recognize_edited")
@@ -157,9 +159,22 @@ def test_a_method_the_capture_never_runs_counts_by_its_code_and_construction_wit
     said = _changes(setup_dir, "first", "recognize_edited")
     assert "code: module my_model" not in "\n".join(said)  # (ByContent.changes prefixes nothing; explain does)
     assert any("Model.recognize changed" in line for line in said), said
+    _edit(model, "return scores.topk(beam_size)", "return scores.topk(beam_size, dim=1)")
+    helper_edited, _ = start(setup_dir, "helper_edited")
+    assert helper_edited["computation"] != recognize_edited["computation"]  # what recognize may call counts
     _edit(model, "self.out = torch.nn.Linear(dim, dim)", "self.out = torch.nn.Linear(dim, dim)\n        self.k = 1")
     init_edited, _ = start(setup_dir, "init_edited")
-    assert init_edited["computation"] != recognize_edited["computation"]  # construction counts by its code too
+    assert init_edited["computation"] != helper_edited["computation"]  # construction counts by its code too
+
+
+def test_a_step_function_beside_the_model_does_not_count_for_it(setup_dir):
+    model = setup_dir / "my_model.py"
+    model.write_text(MODEL + "\n\ndef search_step(*, model, data):\n    return model(data).argmax(-1)\n")
+    first, log = start(setup_dir, "first")
+    assert "hashed by what it computes\n" in log  # nothing by code: no method of the model, nothing it calls
+    _edit(model, "argmax(-1)", "argmax(1)")
+    edited, _ = start(setup_dir, "edited")
+    assert edited["computation"] == first["computation"]  # it runs in its own marker's jobs, by its own hash
 
 
 def test_a_refused_capture_leaves_the_code_hash_and_says_why(setup_dir):
