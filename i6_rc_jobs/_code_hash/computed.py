@@ -1,12 +1,12 @@
 """``by_content(..., computation=Inputs.of(...))``: the hash of what a model computes instead of how its code is
 spelled. The build captures the model (:mod:`i6_rc_jobs._computation`) and watches which lines of the setup's code
 construction and the forward run. What the capture vouches for counts by its computation: the functions whose every
-line ran in the forward, and construction, as far as its effect is the parameters' start and the graph. Everything
-else the code hash counts keeps counting by its code (deny by default): a method the forward never calls
-(``recognize``), a function with a branch the capture did not take (another argument, another config), and then
-construction too (what it sets may be read there); the rest of each module's top-level code, the libraries'
-identities, the files, environment variables and config options read. Where the capture is refused, the code hash
-counts, and the log says why in one line."""
+statement ran, and construction, as far as its effect is the parameters' start and the graph. What could run through
+the model without having run keeps counting by its code (deny by default): a method of the model's classes that
+never ran (``recognize``), a function the forward ran in part (a branch for another argument, another config), the
+functions that never ran which those may call, and then construction too (what it sets may be read there); always,
+the rest of each module's top-level code, the libraries' identities, the files, environment variables and config
+options read. Where the capture is refused, the code hash counts, and the log says why in one line."""
 
 from __future__ import annotations
 
@@ -72,7 +72,7 @@ def _keys(by_code: dict[str, str], module: str, definitions: dict[str, str]) -> 
 
 
 class _Function(NamedTuple):
-    statements: set[int]  # the lines of its statements that run when it runs
+    statements: frozenset[tuple[int, int]]  # the lines (first, last) of each statement that runs when it runs
     names: set[str]  # the identifiers and identifier-like strings it holds: what it may call
 
 
@@ -100,16 +100,17 @@ def _by_code(capture: ComputationFingerprint, files: dict[str, str], sources: di
             if qualname.rpartition(".")[2] in DESCRIBING:
                 continue
             functions[name] = function
-            ran = function.statements & (forward | built)
+            missed = sorted(span for span in function.statements if not _ran(span, forward | built))
+            ran = len(missed) < len(function.statements)
+            in_forward = any(_ran(span, forward) for span in function.statements)
             if not ran:
                 never_ran.add(name)
             if not ran and name.rpartition(".")[0] in classes:
                 found[name] = "not run by the capture"
-            elif function.statements & forward and function.statements - forward - built:
-                missed = sorted(function.statements - forward - built)
+            elif in_forward and missed:
                 more = f", and {len(missed) - 1} more" if len(missed) > 1 else ""
-                found[name] = f"line {missed[0]} not run by the capture{more}"
-            elif ran and not function.statements & forward:
+                found[name] = f"line {missed[0][0]} not run by the capture{more}"
+            elif ran and not in_forward:
                 construction.append(name)
     pending: list[tuple[str, set[str]]] = [(name, functions[name].names) for name in found]
     if found:  # what import ran may be read by code that counts
@@ -141,22 +142,39 @@ def _inner(node: ast.AST, prefix: str) -> Iterator[tuple[str, _Function]]:
                 yield from _inner(statement, f"{prefix}{node.name}.")
     elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
         qualname = f"{prefix}{node.name}"
-        statements: set[int] = set()
+        statements: set[tuple[int, int]] = set()
         nested: list[ast.AST] = []
         _statements(node.body, statements, nested)
-        yield qualname, _Function(statements, _names(node))
+        yield qualname, _Function(frozenset(statements), _names(node))
         for inner in nested:
             yield from _inner(inner, f"{qualname}.<locals>.")
 
 
-def _statements(body: list[ast.stmt], lines: set[int], nested: list[ast.AST]) -> None:
+def _ran(span: tuple[int, int], lines: set[int]) -> bool:
+    """Whether a statement ran: any of its lines did (Python reports a statement that spans lines at the line of
+    its first instruction, which formatting moves)."""
+    return any(line in lines for line in range(span[0], span[1] + 1))
+
+
+def _span(statement: ast.stmt) -> tuple[int, int]:
+    """A statement's lines, without the statements it holds: a compound statement's header (a decorated
+    definition's from its first decorator)."""
+    decorators = getattr(statement, "decorator_list", [])
+    first = min([statement.lineno, *(d.lineno for d in decorators)])
+    body = getattr(statement, "body", None)
+    if isinstance(body, list) and body and isinstance(body[0], ast.stmt):
+        return first, max(first, body[0].lineno - 1)
+    return first, statement.end_lineno or statement.lineno
+
+
+def _statements(body: list[ast.stmt], lines: set[tuple[int, int]], nested: list[ast.AST]) -> None:
     for index, statement in enumerate(body):
         if index == 0 and isinstance(statement, ast.Expr) and isinstance(statement.value, ast.Constant):
             if isinstance(statement.value.value, str):
                 continue  # a docstring: no code
         if isinstance(statement, (ast.Raise, ast.Global, ast.Nonlocal)):
             continue
-        lines.add(statement.lineno)
+        lines.add(_span(statement))
         if isinstance(statement, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
             nested.append(statement)
             continue
